@@ -1,0 +1,9 @@
+//! Benchmark support for okfit: a deterministic synthetic OKF bundle
+//! generator ([`generator`]) and child-process measurement of wall time and peak
+//! RSS ([`measure`]). Used by the `okfit-gen` and `okfit-bench` binaries.
+
+#![warn(missing_docs)]
+
+pub mod generator;
+pub mod measure;
+pub mod rng;

@@ -1,0 +1,642 @@
+//! `okfit-bench`: generates synthetic OKF bundles and measures `okfit validate`
+//! on them (wall time and peak RSS). Run from anywhere in the workspace with
+//! `cargo run --release -p okfit-bench -- [options]`; see `--help`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use okfit_bench::generator::{self, GenParams};
+use okfit_bench::measure::{self, Exit, RunResult};
+
+const USAGE: &str = "\
+okfit-bench: benchmark `okfit validate` on synthetic OKF bundles
+
+Usage: cargo run --release -p okfit-bench -- [options]
+
+Unless --bin or --no-build is given, it first runs
+`cargo build --release -p okfit --bin okfit` in the workspace root.
+Each size N is generated (once; cached by a stamp file) into
+bench/out/b<N>/ (okfit.toml + okf/ with N concepts in round(N/100) folders),
+then `<bin> validate bench/out/b<N> --format json --now <now>` runs once as a
+warm-up and --runs times measured (stdout to /dev/null), from the workspace
+root. Results: a table on stdout and bench/out/results.json.
+
+Options:
+  --sizes LIST      comma-separated concept counts (default 2000,10000,20000)
+  --runs N          measured runs per size, after one warm-up (default 5)
+  --bin PATH        okfit binary to measure (default target/release/okfit;
+                    giving it skips the cargo build)
+  --no-build        do not run cargo build first
+  --now DATETIME    value passed to --now (default 2026-09-01T00:00:00Z)
+  --peer CMD        also time this shell command (run with sh -c from the
+                    workspace root) per size; {dir} is replaced by the project
+                    dir bench/out/b<N>, {bundle} by bench/out/b<N>/okf.
+                    May be repeated. Its exit code is reported, never fatal.
+  --check-targets   exit 1 if the 10,000-concept target is missed
+  -h, --help        show this help
+
+Targets: 10,000 concepts validated in <= 0.3 s wall (median) and <= 60 MB
+peak RSS (MB = 10^6 bytes) on a 2-core machine.
+
+Exit codes: 0 done; 1 a validate run failed (exit code >= 3 or killed; its
+stderr is printed) or --check-targets missed; 2 bad arguments, build or I/O
+error.";
+
+const DEFAULT_SIZES: [usize; 3] = [2_000, 10_000, 20_000];
+const DEFAULT_NOW: &str = "2026-09-01T00:00:00Z";
+const STAMP_FILE: &str = ".okfit-gen-stamp";
+const TARGET_CONCEPTS: usize = 10_000;
+const TARGET_WALL_S: f64 = 0.3;
+const TARGET_RSS_MB: f64 = 60.0;
+
+struct Args {
+    sizes: Vec<usize>,
+    runs: usize,
+    bin: Option<PathBuf>,
+    build: bool,
+    now: String,
+    peers: Vec<String>,
+    check_targets: bool,
+}
+
+/// A failure: message plus the process exit code to use.
+struct Fail(String, u8);
+
+impl From<io::Error> for Fail {
+    fn from(e: io::Error) -> Self {
+        Fail(e.to_string(), 2)
+    }
+}
+
+fn usage_err(msg: impl Into<String>) -> Fail {
+    Fail(msg.into(), 2)
+}
+
+fn parse_count(flag: &str, v: &str) -> Result<usize, Fail> {
+    v.trim()
+        .replace('_', "")
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| usage_err(format!("{flag} expects positive integers, got {v:?}")))
+}
+
+fn parse_args() -> Result<Option<Args>, Fail> {
+    let mut args = Args {
+        sizes: DEFAULT_SIZES.to_vec(),
+        runs: 5,
+        bin: None,
+        build: true,
+        now: DEFAULT_NOW.to_string(),
+        peers: Vec::new(),
+        check_targets: false,
+    };
+    let mut it = std::env::args_os().skip(1);
+    while let Some(arg) = it.next() {
+        let arg = arg
+            .into_string()
+            .map_err(|a| usage_err(format!("argument {a:?} is not valid UTF-8")))?;
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--no-build" => {
+                args.build = false;
+                continue;
+            }
+            "--check-targets" => {
+                args.check_targets = true;
+                continue;
+            }
+            "--sizes" | "--runs" | "--bin" | "--now" | "--peer" => {}
+            _ => return Err(usage_err(format!("unknown argument {arg:?} (see --help)"))),
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it
+                .next()
+                .ok_or_else(|| usage_err(format!("{flag} needs a value")))?
+                .into_string()
+                .map_err(|a| usage_err(format!("value {a:?} of {flag} is not valid UTF-8")))?,
+        };
+        match flag.as_str() {
+            "--sizes" => {
+                args.sizes = value
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| parse_count(&flag, s))
+                    .collect::<Result<_, _>>()?;
+                if args.sizes.is_empty() {
+                    return Err(usage_err("--sizes needs at least one size"));
+                }
+                if let Some(&n) = args.sizes.iter().find(|&&n| n > generator::MAX_CONCEPTS) {
+                    return Err(usage_err(format!(
+                        "--sizes: {n} exceeds the generator limit of {}",
+                        generator::MAX_CONCEPTS
+                    )));
+                }
+            }
+            "--runs" => args.runs = parse_count(&flag, &value)?,
+            "--bin" => args.bin = Some(PathBuf::from(value)),
+            "--now" => args.now = value,
+            _ => {
+                if !value.contains("{dir}") && !value.contains("{bundle}") {
+                    eprintln!(
+                        "warning: --peer command {value:?} mentions neither {{dir}} nor {{bundle}}"
+                    );
+                }
+                args.peers.push(value);
+            }
+        }
+    }
+    Ok(Some(args))
+}
+
+/// Workspace root: the parent of this crate's manifest directory.
+fn workspace_root() -> Result<PathBuf, Fail> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| Fail("cannot locate the workspace root".into(), 2))?;
+    if !root.join("Cargo.toml").is_file() {
+        return Err(Fail(
+            format!("workspace root {} has no Cargo.toml", root.display()),
+            2,
+        ));
+    }
+    Ok(root)
+}
+
+fn default_bin(root: &Path) -> PathBuf {
+    let target = match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(t) if !t.is_empty() => {
+            let t = PathBuf::from(t);
+            if t.is_absolute() {
+                t
+            } else {
+                std::env::current_dir().map(|c| c.join(&t)).unwrap_or(t)
+            }
+        }
+        _ => root.join("target"),
+    };
+    target.join("release").join("okfit")
+}
+
+fn build_okfit(root: &Path) -> Result<(), Fail> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("okfit-bench: cargo build --release -p okfit --bin okfit");
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "-p", "okfit", "--bin", "okfit"])
+        .current_dir(root)
+        .status()
+        .map_err(|e| Fail(format!("cannot run cargo: {e}"), 2))?;
+    if !status.success() {
+        return Err(Fail(
+            format!("cargo build --release -p okfit --bin okfit failed ({status})"),
+            2,
+        ));
+    }
+    Ok(())
+}
+
+/// Counts files and their total size under `dir`, recursively.
+fn dir_usage(dir: &Path) -> io::Result<(u64, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d)? {
+            let entry = entry?;
+            let ty = entry.file_type()?;
+            if ty.is_dir() {
+                stack.push(entry.path());
+            } else if ty.is_file() {
+                files += 1;
+                bytes += entry.metadata()?.len();
+            }
+        }
+    }
+    Ok((files, bytes))
+}
+
+/// One generated size.
+struct Bundle {
+    params: GenParams,
+    /// Project dir relative to the workspace root, e.g. `bench/out/b2000`.
+    rel_dir: String,
+    files: u64,
+    bytes: u64,
+}
+
+fn prepare_bundle(root: &Path, concepts: usize) -> Result<Bundle, Fail> {
+    let params = GenParams::with_default_folders(concepts);
+    let rel_dir = format!("bench/out/b{concepts}");
+    let dir = root.join(&rel_dir);
+    let stamp_path = dir.join(STAMP_FILE);
+    let stamp = params.stamp();
+    let cached = fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp)
+        && dir.join(generator::BUNDLE_DIR).join("index.md").is_file();
+    if cached {
+        eprintln!("okfit-bench: {rel_dir} is up to date");
+    } else {
+        let _ = fs::remove_file(&stamp_path);
+        let start = Instant::now();
+        let s = generator::generate(&dir, &params)
+            .map_err(|e| Fail(format!("generating {rel_dir}: {e}"), 2))?;
+        fs::write(&stamp_path, &stamp)
+            .map_err(|e| Fail(format!("cannot write {}: {e}", stamp_path.display()), 2))?;
+        eprintln!(
+            "okfit-bench: generated {rel_dir}: {} files, {} bytes, {} links ({} broken) in {:.2}s",
+            s.files,
+            s.bytes,
+            s.links,
+            s.broken_links,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    let bundle_dir = dir.join(generator::BUNDLE_DIR);
+    let (files, bytes) = dir_usage(&bundle_dir)
+        .map_err(|e| Fail(format!("cannot scan {}: {e}", bundle_dir.display()), 2))?;
+    Ok(Bundle {
+        params,
+        rel_dir,
+        files,
+        bytes,
+    })
+}
+
+/// Measurements of one command on one bundle.
+struct Row {
+    tool: String,
+    command: String,
+    concepts: usize,
+    folders: usize,
+    files: u64,
+    bytes: u64,
+    walls: Vec<f64>,
+    max_rss_kib: u64,
+    exit: Exit,
+    stats: measure::Stats,
+}
+
+fn mb(bytes: f64) -> f64 {
+    bytes / 1e6
+}
+
+fn rss_mb(kib: u64) -> f64 {
+    mb(kib as f64 * 1024.0)
+}
+
+/// Runs `make()` once as warm-up and `runs` times measured.
+/// `check` may reject a run (returns the failure to report).
+fn measure_command(
+    label: &str,
+    runs: usize,
+    mut make: impl FnMut() -> Command,
+    keep_stdout: Option<&Path>,
+    check: impl Fn(&RunResult) -> Option<Fail>,
+) -> Result<(Vec<f64>, u64, Exit), Fail> {
+    let warm = measure::run(&mut make(), keep_stdout.is_some())
+        .map_err(|e| Fail(format!("{label}: cannot run: {e}"), 2))?;
+    if let Some(f) = check(&warm) {
+        return Err(f);
+    }
+    if let (Some(path), Some(out)) = (keep_stdout, &warm.stdout) {
+        fs::write(path, out)
+            .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 2))?;
+    }
+    let mut walls = Vec::with_capacity(runs);
+    let mut max_rss = 0;
+    let mut exit = warm.exit;
+    for _ in 0..runs {
+        let r = measure::run(&mut make(), false)
+            .map_err(|e| Fail(format!("{label}: cannot run: {e}"), 2))?;
+        if let Some(f) = check(&r) {
+            return Err(f);
+        }
+        walls.push(r.wall.as_secs_f64());
+        max_rss = max_rss.max(r.max_rss_kib);
+        exit = r.exit;
+    }
+    Ok((walls, max_rss, exit))
+}
+
+fn okfit_failure(cmdline: &str, r: &RunResult) -> Option<Fail> {
+    let failed = match r.exit {
+        Exit::Code(c) => !(0..=2).contains(&c),
+        Exit::Signal(_) => true,
+    };
+    if !failed {
+        return None;
+    }
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    Some(Fail(
+        format!(
+            "`{cmdline}` failed (exit {}); its stderr:\n{}",
+            r.exit,
+            stderr.trim_end()
+        ),
+        1,
+    ))
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:=+,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_f64(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.6}")
+    } else {
+        "null".into()
+    }
+}
+
+/// Target verdict for the 10,000-concept okfit row, if measured.
+fn target_met(rows: &[Row]) -> Option<bool> {
+    rows.iter()
+        .find(|r| r.tool == "okfit" && r.concepts == TARGET_CONCEPTS)
+        .map(|r| r.stats.median <= TARGET_WALL_S && rss_mb(r.max_rss_kib) <= TARGET_RSS_MB)
+}
+
+fn results_json(args: &Args, bin: &str, rows: &[Row]) -> String {
+    let mut j = String::new();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    j.push_str("{\n");
+    let _ = writeln!(
+        j,
+        "  \"harness\": \"okfit-bench/{}\",",
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(j, "  \"generator\": {},", json_str(generator::GENERATOR_ID));
+    let _ = writeln!(j, "  \"measured_at_unix\": {unix},");
+    let _ = writeln!(
+        j,
+        "  \"machine\": {{ \"os\": {}, \"arch\": {}, \"cpus\": {cpus} }},",
+        json_str(std::env::consts::OS),
+        json_str(std::env::consts::ARCH)
+    );
+    let _ = writeln!(j, "  \"bin\": {},", json_str(bin));
+    let _ = writeln!(j, "  \"now\": {},", json_str(&args.now));
+    let _ = writeln!(j, "  \"runs\": {},", args.runs);
+    let met = target_met(rows).map_or("null".to_string(), |b| b.to_string());
+    let _ = writeln!(
+        j,
+        "  \"target\": {{ \"concepts\": {TARGET_CONCEPTS}, \"max_median_wall_s\": {TARGET_WALL_S}, \"max_peak_rss_mb\": {TARGET_RSS_MB}, \"met\": {met} }},"
+    );
+    j.push_str("  \"results\": [");
+    for (i, r) in rows.iter().enumerate() {
+        j.push_str(if i == 0 { "\n" } else { ",\n" });
+        let walls: Vec<String> = r.walls.iter().map(|&w| json_f64(w)).collect();
+        let exit_code = r.exit.code().map_or("null".to_string(), |c| c.to_string());
+        let _ = write!(
+            j,
+            "    {{ \"tool\": {}, \"command\": {}, \"concepts\": {}, \"folders\": {}, \"files\": {}, \"bytes\": {}, \
+\"wall_s\": [{}], \"min_s\": {}, \"median_s\": {}, \"max_s\": {}, \"peak_rss_kib\": {}, \"peak_rss_mb\": {}, \
+\"exit_code\": {}, \"exit\": {} }}",
+            json_str(&r.tool),
+            json_str(&r.command),
+            r.concepts,
+            r.folders,
+            r.files,
+            r.bytes,
+            walls.join(", "),
+            json_f64(r.stats.min),
+            json_f64(r.stats.median),
+            json_f64(r.stats.max),
+            r.max_rss_kib,
+            json_f64(rss_mb(r.max_rss_kib)),
+            exit_code,
+            json_str(&r.exit.to_string())
+        );
+    }
+    j.push_str("\n  ]\n}\n");
+    j
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<10} {:>8} {:>7} {:>7} {:>8} {:>4} {:>8} {:>8} {:>8} {:>8} {:>5}",
+        "tool",
+        "concepts",
+        "folders",
+        "files",
+        "disk MB",
+        "runs",
+        "min s",
+        "median s",
+        "max s",
+        "RSS MB",
+        "exit"
+    );
+    for r in rows {
+        println!(
+            "{:<10} {:>8} {:>7} {:>7} {:>8.1} {:>4} {:>8.3} {:>8.3} {:>8.3} {:>8.1} {:>5}",
+            r.tool,
+            r.concepts,
+            r.folders,
+            r.files,
+            mb(r.bytes as f64),
+            r.walls.len(),
+            r.stats.min,
+            r.stats.median,
+            r.stats.max,
+            rss_mb(r.max_rss_kib),
+            r.exit.to_string()
+        );
+    }
+}
+
+fn real_main() -> Result<u8, Fail> {
+    let Some(args) = parse_args()? else {
+        println!("{USAGE}");
+        return Ok(0);
+    };
+    let root = workspace_root()?;
+    let explicit_bin = args.bin.is_some();
+    let bin = match &args.bin {
+        Some(b) if b.is_relative() && b.components().count() > 1 => {
+            std::env::current_dir()?.join(b)
+        }
+        Some(b) => b.clone(),
+        None => default_bin(&root),
+    };
+    if args.build && !explicit_bin {
+        build_okfit(&root)?;
+    }
+    if bin.components().count() > 1 && !bin.is_file() {
+        return Err(Fail(
+            format!(
+                "{} does not exist; run `cargo build --release -p okfit --bin okfit` or pass --bin",
+                bin.display()
+            ),
+            2,
+        ));
+    }
+    let bin_str = bin.display().to_string();
+    let out_dir = root.join("bench").join("out");
+    fs::create_dir_all(&out_dir)
+        .map_err(|e| Fail(format!("cannot create {}: {e}", out_dir.display()), 2))?;
+
+    let mut bundles = Vec::with_capacity(args.sizes.len());
+    for &n in &args.sizes {
+        bundles.push(prepare_bundle(&root, n)?);
+    }
+
+    let mut rows = Vec::new();
+    for b in &bundles {
+        let cmd_args = [
+            "validate",
+            b.rel_dir.as_str(),
+            "--format",
+            "json",
+            "--now",
+            args.now.as_str(),
+        ];
+        let cmdline = std::iter::once(shell_quote(&bin_str))
+            .chain(cmd_args.iter().map(|a| shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        eprintln!("okfit-bench: {cmdline}  (1 warm-up + {} runs)", args.runs);
+        let report = out_dir.join(format!("b{}.validate.json", b.params.concepts));
+        let (walls, max_rss_kib, exit) = measure_command(
+            "okfit",
+            args.runs,
+            || {
+                let mut c = Command::new(&bin);
+                c.args(cmd_args).current_dir(&root);
+                c
+            },
+            Some(&report),
+            |r| okfit_failure(&cmdline, r),
+        )?;
+        rows.push(make_row(
+            "okfit",
+            cmdline.clone(),
+            b,
+            walls,
+            max_rss_kib,
+            exit,
+        ));
+
+        for (i, template) in args.peers.iter().enumerate() {
+            let bundle_rel = format!("{}/{}", b.rel_dir, generator::BUNDLE_DIR);
+            let shell = template
+                .replace("{dir}", &b.rel_dir)
+                .replace("{bundle}", &bundle_rel);
+            let tool = format!("peer{}", i + 1);
+            eprintln!("okfit-bench: [{tool}] sh -c {}", shell_quote(&shell));
+            let (walls, max_rss_kib, exit) = measure_command(
+                &tool,
+                args.runs,
+                || {
+                    let mut c = Command::new("sh");
+                    c.arg("-c").arg(&shell).current_dir(&root);
+                    c
+                },
+                None,
+                |_| None,
+            )?;
+            if exit != Exit::Code(0) {
+                eprintln!(
+                    "okfit-bench: warning: [{tool}] exited {exit} on {}",
+                    b.rel_dir
+                );
+            }
+            rows.push(make_row(&tool, shell, b, walls, max_rss_kib, exit));
+        }
+    }
+
+    print_table(&rows);
+    for (i, p) in args.peers.iter().enumerate() {
+        println!("peer{} = {p}", i + 1);
+    }
+    let met = target_met(&rows);
+    match met {
+        Some(ok) => println!(
+            "target: {TARGET_CONCEPTS} concepts in <= {TARGET_WALL_S} s median wall and <= {TARGET_RSS_MB} MB peak RSS: {}",
+            if ok { "MET" } else { "MISSED" }
+        ),
+        None => println!("target: {TARGET_CONCEPTS}-concept size not measured"),
+    }
+    let results = out_dir.join("results.json");
+    fs::write(&results, results_json(&args, &bin_str, &rows))
+        .map_err(|e| Fail(format!("cannot write {}: {e}", results.display()), 2))?;
+    eprintln!("okfit-bench: wrote {}", results.display());
+    if args.check_targets && met != Some(true) {
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn make_row(
+    tool: &str,
+    command: String,
+    b: &Bundle,
+    walls: Vec<f64>,
+    max_rss_kib: u64,
+    exit: Exit,
+) -> Row {
+    let stats = measure::stats(&walls).unwrap_or(measure::Stats {
+        min: f64::NAN,
+        median: f64::NAN,
+        max: f64::NAN,
+    });
+    Row {
+        tool: tool.to_string(),
+        command,
+        concepts: b.params.concepts,
+        folders: b.params.folders,
+        files: b.files,
+        bytes: b.bytes,
+        walls,
+        max_rss_kib,
+        exit,
+        stats,
+    }
+}
+
+fn main() -> ExitCode {
+    match real_main() {
+        Ok(code) => ExitCode::from(code),
+        Err(Fail(msg, code)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,676 @@
+//! A loaded bundle: every parsed document plus the asset list, link
+//! resolution (reference §5.2), the link graph and the bundle-wide checks.
+
+use crate::config::Config;
+use crate::diag::{self, Diagnostic, Summary, Tier};
+use crate::doc::{self, Concept, Document, Link, LinkSource, ParseOptions};
+use crate::paths::{dirname, glob_match, is_url, normalize, percent_decode};
+use crate::profile;
+use crate::text::Range;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// What a link target turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// A decoded concept (id without `.md`).
+    Concept,
+    /// An existing file that is not a concept (path with extension).
+    File,
+    /// Nothing at that path.
+    Missing,
+}
+
+/// The result of resolving one link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// An absolute URL: no edge.
+    Url,
+    /// A link to the document itself (`#frag` or empty): no edge.
+    SelfLink(Option<String>),
+    /// Outside the bundle root: no edge, never broken.
+    External,
+    /// A scope descriptor in `sources[].resource`: no edge.
+    Descriptor,
+    /// A graph node.
+    Node {
+        /// Concept, file or missing.
+        kind: NodeKind,
+        /// Concept id, or bundle-relative path for files and missing targets.
+        id: String,
+        /// The percent-decoded `#fragment`, if any.
+        fragment: Option<String>,
+    },
+}
+
+/// A loaded bundle.
+pub struct Bundle {
+    /// Parsed Markdown files, sorted by path.
+    pub docs: Vec<Document>,
+    /// Non-Markdown files, sorted.
+    pub assets: Vec<String>,
+    by_path: HashMap<String, Option<usize>>,
+    by_id: HashMap<String, usize>,
+    dirs: HashSet<String>,
+}
+
+impl Bundle {
+    /// Parses `(path, bytes)` pairs one after another (paths ending `.md` are
+    /// documents; the rest are assets). Native callers parse in parallel and
+    /// use [`Bundle::from_parts`].
+    pub fn load<'a>(
+        files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+        opts: &ParseOptions,
+    ) -> Bundle {
+        let mut docs = vec![];
+        let mut assets = vec![];
+        for (path, bytes) in files {
+            if path.ends_with(".md") {
+                docs.push(doc::parse(path, bytes, opts));
+            } else {
+                assets.push(path.to_string());
+            }
+        }
+        Bundle::from_parts(docs, assets)
+    }
+
+    /// Builds the bundle's indexes from already-parsed documents.
+    pub fn from_parts(mut docs: Vec<Document>, mut assets: Vec<String>) -> Bundle {
+        docs.sort_by(|a, b| a.path.cmp(&b.path));
+        assets.sort();
+        let mut by_path = HashMap::with_capacity(docs.len() + assets.len());
+        let mut by_id = HashMap::with_capacity(docs.len());
+        let mut dirs = HashSet::new();
+        for (i, d) in docs.iter().enumerate() {
+            by_path.insert(d.path.clone(), Some(i));
+            if let Some(c) = &d.concept {
+                by_id.insert(c.id.clone(), i);
+            }
+        }
+        for a in &assets {
+            by_path.insert(a.clone(), None);
+        }
+        for p in by_path.keys() {
+            let mut d = dirname(p);
+            while !d.is_empty() && dirs.insert(d.to_string()) {
+                d = dirname(d);
+            }
+        }
+        Bundle {
+            docs,
+            assets,
+            by_path,
+            by_id,
+            dirs,
+        }
+    }
+
+    /// Decoded concepts in path order.
+    pub fn concepts(&self) -> impl Iterator<Item = (&Document, &Concept)> {
+        self.docs
+            .iter()
+            .filter_map(|d| d.concept.as_ref().map(|c| (d, c)))
+    }
+
+    /// The concept with this path id.
+    pub fn concept(&self, id: &str) -> Option<(&Document, &Concept)> {
+        let d = &self.docs[*self.by_id.get(id)?];
+        d.concept.as_ref().map(|c| (d, c))
+    }
+
+    /// True when `path` is a walked file.
+    pub fn has_file(&self, path: &str) -> bool {
+        self.by_path.contains_key(path)
+    }
+
+    /// True when `dir` (bundle-relative, `""` = root) holds any walked file.
+    pub fn has_dir(&self, dir: &str) -> bool {
+        dir.is_empty() || self.dirs.contains(dir)
+    }
+
+    fn lookup(&self, candidate: &str) -> Option<(NodeKind, String)> {
+        let cand = if candidate.ends_with('/') {
+            format!("{candidate}index.md")
+        } else {
+            candidate.to_string()
+        };
+        if cand.is_empty() || cand == "." {
+            return None;
+        }
+        if let Some(entry) = self.by_path.get(&cand) {
+            if let Some(i) = entry {
+                if let Some(c) = &self.docs[*i].concept {
+                    return Some((NodeKind::Concept, c.id.clone()));
+                }
+            }
+            return Some((NodeKind::File, cand));
+        }
+        let base = cand.rsplit('/').next().unwrap_or(&cand);
+        if !base.contains('.') {
+            return self.lookup(&format!("{cand}.md"));
+        }
+        None
+    }
+
+    fn missing_id(candidate: &str) -> String {
+        if candidate.ends_with('/') || candidate.is_empty() {
+            format!("{candidate}index.md")
+        } else {
+            candidate.to_string()
+        }
+    }
+
+    /// Resolves a link written in the file at `from` (reference §5.2).
+    pub fn resolve(&self, from: &str, raw: &str, field: Option<&str>) -> Resolution {
+        let t = raw.trim();
+        if is_url(t) {
+            return Resolution::Url;
+        }
+        let is_source = field == Some("sources.resource");
+        if is_source && t.chars().any(char::is_whitespace) {
+            return Resolution::Descriptor;
+        }
+        let (path_part, fragment) = match t.find('#') {
+            Some(i) => (&t[..i], Some(percent_decode(&t[i + 1..]))),
+            None => (t, None),
+        };
+        let path_part = path_part.split('?').next().unwrap_or("");
+        let decoded = percent_decode(path_part);
+        if decoded.is_empty() {
+            return Resolution::SelfLink(fragment);
+        }
+        let node = |kind, id| Resolution::Node {
+            kind,
+            id,
+            fragment: fragment.clone(),
+        };
+        let res = if let Some(stripped) = decoded.strip_prefix('/') {
+            let rel = stripped.trim_start_matches('/');
+            let rel = if rel.is_empty() { "index.md" } else { rel };
+            match normalize(rel) {
+                None => Resolution::External,
+                Some(c) => match self.lookup(&c) {
+                    Some((k, id)) => node(k, id),
+                    None => node(NodeKind::Missing, Self::missing_id(&c)),
+                },
+            }
+        } else {
+            let joined = if dirname(from).is_empty() {
+                decoded.clone()
+            } else {
+                format!("{}/{}", dirname(from), decoded)
+            };
+            match normalize(&joined) {
+                None => Resolution::External,
+                Some(c) => {
+                    if let Some((k, id)) = self.lookup(&c) {
+                        node(k, id)
+                    } else if !decoded.starts_with("./") && !decoded.starts_with("../") {
+                        match normalize(&decoded) {
+                            None => Resolution::External,
+                            Some(r) => match self.lookup(&r) {
+                                Some((k, id)) => node(k, id),
+                                None if decoded.contains('/') => {
+                                    node(NodeKind::Missing, Self::missing_id(&r))
+                                }
+                                None => node(NodeKind::Missing, Self::missing_id(&c)),
+                            },
+                        }
+                    } else {
+                        node(NodeKind::Missing, Self::missing_id(&c))
+                    }
+                }
+            }
+        };
+        if is_source {
+            if let Resolution::Node {
+                kind: NodeKind::Missing,
+                ..
+            } = res
+            {
+                return Resolution::Descriptor;
+            }
+        }
+        res
+    }
+
+    /// The link graph: nodes (concepts first, in path order, then targets as
+    /// met) and edges in link order.
+    pub fn graph(&self) -> Graph {
+        let mut g = Graph::default();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        for (_, c) in self.concepts() {
+            index.insert(c.id.clone(), g.nodes.len());
+            g.nodes.push((c.id.clone(), NodeKind::Concept));
+        }
+        for (d, c) in self.concepts() {
+            let from = index[&c.id];
+            for link in &d.links {
+                if let Resolution::Node { kind, id, .. } =
+                    self.resolve(&d.path, &link.raw, link.field)
+                {
+                    let to = *index.entry(id.clone()).or_insert_with(|| {
+                        g.nodes.push((id.clone(), kind));
+                        g.nodes.len() - 1
+                    });
+                    g.edges.push(Edge {
+                        from,
+                        to,
+                        source: link.source,
+                        field: link.field,
+                        raw: link.raw.clone(),
+                    });
+                }
+            }
+        }
+        g
+    }
+}
+
+/// One edge of the link graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// Node index of the linking concept.
+    pub from: usize,
+    /// Node index of the target.
+    pub to: usize,
+    /// Body or frontmatter.
+    pub source: LinkSource,
+    /// The frontmatter field.
+    pub field: Option<&'static str>,
+    /// The link as written.
+    pub raw: String,
+}
+
+/// The directed link multigraph.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// `(id, kind)` per node.
+    pub nodes: Vec<(String, NodeKind)>,
+    /// Edges, not deduplicated.
+    pub edges: Vec<Edge>,
+}
+
+impl Graph {
+    /// Unique successors of node `n`, in edge order.
+    pub fn successors(&self, n: usize) -> Vec<usize> {
+        let mut seen = BTreeSet::new();
+        self.edges
+            .iter()
+            .filter(|e| e.from == n && seen.insert(e.to))
+            .map(|e| e.to)
+            .collect()
+    }
+
+    /// Unique predecessors of node `n`, in edge order.
+    pub fn predecessors(&self, n: usize) -> Vec<usize> {
+        let mut seen = BTreeSet::new();
+        self.edges
+            .iter()
+            .filter(|e| e.to == n && seen.insert(e.from))
+            .map(|e| e.from)
+            .collect()
+    }
+
+    /// Node index of an id.
+    pub fn node(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|(i, _)| i == id)
+    }
+}
+
+/// The findings of one validation run, sorted, with counts.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Sorted diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Counts.
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Sorts and counts.
+    pub fn new(mut diagnostics: Vec<Diagnostic>, concepts: usize) -> Report {
+        diag::sort(&mut diagnostics);
+        let summary = Summary::of(&diagnostics, concepts);
+        Report {
+            diagnostics,
+            summary,
+        }
+    }
+
+    /// 0, 1 or 2.
+    pub fn exit_code(&self) -> i32 {
+        self.summary.exit_code()
+    }
+
+    /// Drops the conformance tier (what `okfit lint` shows).
+    pub fn lint_only(mut self) -> Report {
+        self.diagnostics.retain(|d| d.source != Tier::Conformance);
+        self.summary.conformance_errors = 0;
+        self
+    }
+}
+
+fn lint(
+    cfg: &Config,
+    out: &mut Vec<Diagnostic>,
+    file: &str,
+    code: &'static str,
+    message: String,
+    range: Option<Range>,
+) {
+    if let Some(severity) = cfg.severity(code) {
+        out.push(Diagnostic {
+            source: Tier::Lint,
+            file: file.to_string(),
+            code,
+            severity,
+            message,
+            range,
+        });
+    }
+}
+
+/// Runs every check over a loaded bundle. `extra` carries findings made
+/// outside the core (unreadable directories, the git tier of drift).
+pub fn validate(bundle: &Bundle, cfg: &Config, extra: Vec<Diagnostic>) -> Report {
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for d in &bundle.docs {
+        out.extend(d.diagnostics.iter().cloned());
+    }
+    out.extend(extra);
+    for k in &cfg.unknown_keys {
+        lint(
+            cfg,
+            &mut out,
+            "",
+            "config-unknown-key",
+            format!("Unknown config key \"{k}\""),
+            None,
+        );
+    }
+    let mut concept_dirs: BTreeSet<&str> = BTreeSet::new();
+    for (d, c) in bundle.concepts() {
+        concept_dirs.insert(dirname(&d.path));
+        check_links(bundle, cfg, d, &mut out);
+        if let Some((glob, range)) = &c.surface_glob {
+            check_surface(bundle, cfg, d, glob, *range, &mut out);
+        }
+        if cfg.profile == Some(profile::DEFAULT) {
+            if let Some(p) = &c.publication {
+                check_publication(bundle, cfg, d, c, p, &mut out);
+            }
+        }
+    }
+    for dir in concept_dirs {
+        let index = if dir.is_empty() {
+            "index.md".to_string()
+        } else {
+            format!("{dir}/index.md")
+        };
+        if !bundle.has_file(&index) {
+            let shown = if dir.is_empty() { "." } else { dir };
+            lint(
+                cfg,
+                &mut out,
+                &index,
+                "missing-index",
+                format!("Directory \"{shown}\" has no index.md"),
+                None,
+            );
+        }
+    }
+    if let Some(p) = cfg.profile {
+        let pairs: Vec<(&str, &str)> = bundle
+            .concepts()
+            .map(|(d, c)| (d.path.as_str(), c.type_name.as_str()))
+            .collect();
+        out.extend(profile::check(p, &pairs));
+    }
+    let concepts = bundle.concepts().count();
+    Report::new(out, concepts)
+}
+
+fn check_links(bundle: &Bundle, cfg: &Config, d: &Document, out: &mut Vec<Diagnostic>) {
+    for link in &d.links {
+        let res = bundle.resolve(&d.path, &link.raw, link.field);
+        match res {
+            Resolution::Node {
+                kind: NodeKind::Missing,
+                ..
+            } => lint(
+                cfg,
+                out,
+                &d.path,
+                "broken-links",
+                format!("Link target \"{}\" does not exist in the bundle", link.raw),
+                link.range,
+            ),
+            Resolution::Node {
+                kind: NodeKind::Concept,
+                id,
+                fragment: Some(frag),
+            } if link.source == LinkSource::Body => {
+                if let Some((target, _)) = bundle.concept(&id) {
+                    check_fragment(cfg, d, link, &frag, &target.slugs, out);
+                }
+            }
+            Resolution::SelfLink(Some(frag)) if link.source == LinkSource::Body => {
+                check_fragment(cfg, d, link, &frag, &d.slugs, out);
+            }
+            Resolution::Descriptor if link.field == Some("sources.resource") => {
+                let t = link.raw.trim();
+                let path_like =
+                    !t.chars().any(char::is_whitespace) && (t.contains('/') || t.ends_with(".md"));
+                if path_like {
+                    lint(
+                        cfg,
+                        out,
+                        &d.path,
+                        "source-resource-missing",
+                        format!("Resource \"{t}\" does not exist relative to {}", d.path),
+                        link.range,
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn check_fragment(
+    cfg: &Config,
+    d: &Document,
+    link: &Link,
+    frag: &str,
+    slugs: &[String],
+    out: &mut Vec<Diagnostic>,
+) {
+    if frag.is_empty() || slugs.iter().any(|s| s == frag) {
+        return;
+    }
+    let hint = if slugs.is_empty() {
+        "the target has no headings".to_string()
+    } else if let Some(best) = closest(frag, slugs) {
+        format!("did you mean \"#{best}\"?")
+    } else {
+        let list: Vec<String> = slugs.iter().take(10).map(|s| format!("#{s}")).collect();
+        format!("its headings are {}", list.join(", "))
+    };
+    lint(
+        cfg,
+        out,
+        &d.path,
+        "broken-links",
+        format!(
+            "Link target \"{}\" has no heading \"#{frag}\"; {hint}",
+            link.raw
+        ),
+        link.range,
+    );
+}
+
+fn closest<'a>(frag: &str, slugs: &'a [String]) -> Option<&'a str> {
+    let limit = (frag.chars().count() / 3).max(2);
+    slugs
+        .iter()
+        .map(|s| (edit_distance(frag, s), s))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, s)| s.as_str())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let v = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+            cur.push(v);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn check_surface(
+    bundle: &Bundle,
+    cfg: &Config,
+    d: &Document,
+    glob: &str,
+    range: Option<Range>,
+    out: &mut Vec<Diagnostic>,
+) {
+    if is_url(glob) {
+        return;
+    }
+    let dir = dirname(&d.path);
+    let pattern = if let Some(rest) = glob.strip_prefix('/') {
+        normalize(rest)
+    } else if dir.is_empty() {
+        normalize(glob)
+    } else {
+        normalize(&format!("{dir}/{glob}"))
+    };
+    // A pattern that climbs out of the bundle cannot be checked here.
+    let Some(pattern) = pattern else {
+        return;
+    };
+    let hit = bundle
+        .docs
+        .iter()
+        .map(|x| x.path.as_str())
+        .chain(bundle.assets.iter().map(String::as_str))
+        .any(|p| glob_match(&pattern, p));
+    if !hit {
+        let shown = if dir.is_empty() { "." } else { dir };
+        lint(
+            cfg,
+            out,
+            &d.path,
+            "surface-unmatched",
+            format!("Surface resource \"{glob}\" matches nothing under {shown}"),
+            range,
+        );
+    }
+}
+
+fn check_publication(
+    bundle: &Bundle,
+    cfg: &Config,
+    d: &Document,
+    c: &Concept,
+    p: &doc::PublicationSpec,
+    out: &mut Vec<Diagnostic>,
+) {
+    let resolve_concept = |raw: &str| match bundle.resolve(&d.path, raw, None) {
+        Resolution::Node {
+            kind: NodeKind::Concept,
+            id,
+            ..
+        } => bundle.concept(&id),
+        _ => None,
+    };
+    let surface_json = p
+        .surface
+        .as_ref()
+        .map_or("null".to_string(), |v| v.to_string());
+    match p
+        .surface
+        .as_ref()
+        .and_then(|v| v.as_str())
+        .map(resolve_concept)
+    {
+        Some(Some((_, t))) if t.type_name == "Surface" => {}
+        Some(Some((_, t))) => lint(
+            cfg,
+            out,
+            &d.path,
+            "publication-orphan",
+            format!(
+                "surface {surface_json} resolves to a {} concept, not a Surface",
+                t.type_name
+            ),
+            p.surface_range,
+        ),
+        _ => lint(
+            cfg,
+            out,
+            &d.path,
+            "publication-orphan",
+            format!("surface {surface_json} does not resolve to a concept in the bundle"),
+            p.surface_range,
+        ),
+    }
+    let Some(renders) = &p.renders else {
+        lint(
+            cfg,
+            out,
+            &d.path,
+            "publication-orphan",
+            "renders must be a list of { path, body_sha256 } entries".into(),
+            p.renders_range,
+        );
+        return;
+    };
+    let mut stale: Vec<String> = vec![];
+    for (i, (path, sha)) in renders.iter().enumerate() {
+        match resolve_concept(path) {
+            None => lint(
+                cfg,
+                out,
+                &d.path,
+                "publication-orphan",
+                format!(
+                    "renders[{i}].path {} does not resolve to a concept in the bundle",
+                    serde_json::Value::String(path.clone())
+                ),
+                p.renders_range,
+            ),
+            Some((_, t)) => match sha {
+                None => stale.push(format!("{} (never stamped)", t.id)),
+                Some(s) if *s != t.body_digest_hex() => stale.push(format!("{} (changed)", t.id)),
+                Some(_) => {}
+            },
+        }
+    }
+    if !stale.is_empty() {
+        lint(
+            cfg,
+            out,
+            &d.path,
+            "publication-drift",
+            format!(
+                "Rendered page {} is stale against: {}; re-render it, then run okfit sync --publication {}",
+                c.id,
+                stale.join(", "),
+                c.id
+            ),
+            p.renders_range,
+        );
+    }
+}

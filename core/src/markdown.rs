@@ -1,0 +1,416 @@
+//! The Markdown side of a document: links, headings and their slugs, code
+//! ranges (for footnote scanning), and the top-level block structure that
+//! `index.md` and `log.md` rules read.
+
+use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+use std::collections::HashMap;
+use std::ops::Range;
+
+fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+}
+
+/// A body link: destination as written and its byte span (relative to the body).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyLink {
+    /// The destination URL as written (escapes and `<>` removed).
+    pub dest: String,
+    /// Byte span of the whole link in the body.
+    pub span: Range<usize>,
+}
+
+/// What a concept body contributes: links, heading slugs, code spans.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BodyScan {
+    /// Inline links and images, in document order.
+    pub links: Vec<BodyLink>,
+    /// GitHub-style slugs of every heading, duplicates suffixed.
+    pub slugs: Vec<String>,
+    /// Byte spans of inline code and code blocks, ascending.
+    pub code: Vec<Range<usize>>,
+}
+
+/// Scans a body for links, heading slugs and code spans.
+pub fn scan_body(body: &str) -> BodyScan {
+    let mut out = BodyScan::default();
+    let mut slugger = Slugger::default();
+    let mut heading: Option<String> = None;
+    for (ev, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        match ev {
+            Event::Start(Tag::Heading { .. }) => heading = Some(String::new()),
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some(text) = heading.take() {
+                    out.slugs.push(slugger.slug(&text));
+                }
+            }
+            Event::Text(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            Event::Code(t) => {
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+                out.code.push(range);
+            }
+            Event::Start(Tag::CodeBlock(_)) => out.code.push(range),
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            })
+            | Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                ..
+            }) => {
+                // The start event's range spans the whole link.
+                if matches!(link_type, LinkType::Inline) {
+                    out.links.push(BodyLink {
+                        dest: dest_url.into_string(),
+                        span: range,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.code.sort_by_key(|r| r.start);
+    out
+}
+
+/// GitHub-compatible heading slugs with duplicate suffixes.
+#[derive(Default)]
+pub struct Slugger {
+    seen: HashMap<String, usize>,
+}
+
+impl Slugger {
+    /// The slug for the next heading with this text.
+    pub fn slug(&mut self, text: &str) -> String {
+        let base = slug_base(text);
+        let mut candidate = base.clone();
+        let mut n = *self.seen.get(&base).unwrap_or(&0);
+        while self.seen.contains_key(&candidate) {
+            n += 1;
+            candidate = format!("{base}-{n}");
+        }
+        self.seen.insert(base.clone(), n);
+        self.seen.insert(candidate.clone(), 0);
+        candidate
+    }
+}
+
+/// Lowercase; letters, digits, `_`, `-` kept; spaces become `-`; everything else dropped.
+pub fn slug_base(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.trim().chars() {
+        if c == ' ' {
+            s.push('-');
+        } else if c.is_alphanumeric() || c == '_' || c == '-' {
+            s.extend(c.to_lowercase());
+        }
+    }
+    s
+}
+
+/// The first child of a list item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ItemStart {
+    /// Inline text (a paragraph, tight or loose); the first link in it.
+    Text {
+        /// The first inline link: (destination, link text).
+        link: Option<(String, String)>,
+    },
+    /// Anything else (a nested list, code, nothing).
+    Other,
+}
+
+/// A list item at the top level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// Byte span of the item.
+    pub span: Range<usize>,
+    /// How it starts.
+    pub start: ItemStart,
+}
+
+/// A top-level block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// A heading: level and plain text.
+    Heading(u8, String),
+    /// A list and its items.
+    List(Vec<Item>),
+    /// Any other block, by its mdast type name.
+    Other(&'static str),
+}
+
+/// Top-level blocks with their byte spans.
+pub fn blocks(body: &str) -> Vec<(Block, Range<usize>)> {
+    let mut out = vec![];
+    let mut depth = 0usize;
+    let mut cur: Option<(Block, Range<usize>)> = None;
+    // List item tracking (only for top-level lists: depth 1 = list, 2 = item).
+    let mut item: Option<(Range<usize>, Option<ItemStart>)> = None;
+    let mut in_first_para = false;
+    let mut link: Option<(String, String)> = None;
+    let mut link_text: Option<String> = None;
+    let mut heading_text = String::new();
+    for (ev, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        match &ev {
+            Event::Start(tag) => {
+                if depth == 0 {
+                    let b = match tag {
+                        Tag::Heading { level, .. } => {
+                            heading_text.clear();
+                            Block::Heading(*level as u8, String::new())
+                        }
+                        Tag::List(_) => Block::List(vec![]),
+                        other => Block::Other(block_name(other)),
+                    };
+                    cur = Some((b, range.clone()));
+                } else if depth == 1 && matches!(cur, Some((Block::List(_), _))) {
+                    if let Tag::Item = tag {
+                        item = Some((range.clone(), None));
+                        in_first_para = false;
+                        link = None;
+                    }
+                } else if depth == 2 {
+                    if let Some((_, st @ None)) = item.as_mut() {
+                        match tag {
+                            Tag::Paragraph => {
+                                *st = Some(ItemStart::Text { link: None });
+                                in_first_para = true;
+                            }
+                            t if is_inline(t) => {
+                                *st = Some(ItemStart::Text { link: None });
+                                in_first_para = true;
+                            }
+                            _ => *st = Some(ItemStart::Other),
+                        }
+                    }
+                }
+                if in_first_para && depth >= 2 {
+                    if let Tag::Link { dest_url, .. } = tag {
+                        if link.is_none() && link_text.is_none() {
+                            link = Some((dest_url.to_string(), String::new()));
+                            link_text = Some(String::new());
+                        }
+                    }
+                }
+                depth += 1;
+            }
+            Event::End(tag_end) => {
+                depth = depth.saturating_sub(1);
+                if in_first_para {
+                    if let TagEnd::Link = tag_end {
+                        if let (Some(t), Some(l)) = (link_text.take(), link.as_mut()) {
+                            l.1 = t;
+                        }
+                    }
+                    if depth == 2 && matches!(tag_end, TagEnd::Paragraph) {
+                        in_first_para = false;
+                    }
+                }
+                if depth == 1 && matches!(tag_end, TagEnd::Item) {
+                    if let Some((span, st)) = item.take() {
+                        let start = match st {
+                            Some(ItemStart::Text { .. }) => ItemStart::Text { link: link.take() },
+                            _ => ItemStart::Other,
+                        };
+                        if let Some((Block::List(items), _)) = cur.as_mut() {
+                            items.push(Item { span, start });
+                        }
+                    }
+                    in_first_para = false;
+                    link_text = None;
+                }
+                if depth == 0 {
+                    if let Some((mut b, r)) = cur.take() {
+                        if let Block::Heading(_, t) = &mut b {
+                            *t = heading_text.trim().to_string();
+                        }
+                        out.push((b, r));
+                    }
+                }
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if depth >= 1 && matches!(cur, Some((Block::Heading(..), _))) {
+                    heading_text.push_str(t);
+                }
+                if let Some(lt) = link_text.as_mut() {
+                    lt.push_str(t);
+                }
+                inline_first(&mut item, depth, &mut in_first_para);
+            }
+            Event::Rule if depth == 0 => out.push((Block::Other("thematicBreak"), range.clone())),
+            Event::Html(_)
+            | Event::InlineHtml(_)
+            | Event::SoftBreak
+            | Event::HardBreak
+            | Event::FootnoteReference(_)
+            | Event::TaskListMarker(_)
+            | Event::InlineMath(_) => {
+                inline_first(&mut item, depth, &mut in_first_para);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn inline_first(
+    item: &mut Option<(Range<usize>, Option<ItemStart>)>,
+    depth: usize,
+    in_first_para: &mut bool,
+) {
+    if depth == 2 {
+        if let Some((_, st @ None)) = item.as_mut() {
+            *st = Some(ItemStart::Text { link: None });
+            *in_first_para = true;
+        }
+    }
+}
+
+fn is_inline(t: &Tag) -> bool {
+    matches!(
+        t,
+        Tag::Emphasis
+            | Tag::Strong
+            | Tag::Strikethrough
+            | Tag::Link { .. }
+            | Tag::Image { .. }
+            | Tag::Superscript
+            | Tag::Subscript
+    )
+}
+
+fn block_name(t: &Tag) -> &'static str {
+    match t {
+        Tag::Paragraph => "paragraph",
+        Tag::Heading { .. } => "heading",
+        Tag::BlockQuote(_) => "blockquote",
+        Tag::CodeBlock(_) => "code",
+        Tag::HtmlBlock => "html",
+        Tag::List(_) => "list",
+        Tag::FootnoteDefinition(_) => "footnoteDefinition",
+        Tag::Table(_) => "table",
+        Tag::MetadataBlock(_) => "yaml",
+        _ => "block",
+    }
+}
+
+/// Every `[^label]` token outside code, with its byte span; first occurrence
+/// order. Labels contain no whitespace and no `]`.
+pub fn footnote_tokens(body: &str, code: &[Range<usize>]) -> Vec<(String, Range<usize>)> {
+    let b = body.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    let mut ci = 0;
+    while i + 3 < b.len() + 1 {
+        if b[i] == b'[' && b.get(i + 1) == Some(&b'^') {
+            let start = i;
+            let mut j = i + 2;
+            while j < b.len() && b[j] != b']' && !b[j].is_ascii_whitespace() && b[j] != b'[' {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b']' && j > i + 2 {
+                while ci < code.len() && code[ci].end <= start {
+                    ci += 1;
+                }
+                let in_code = ci < code.len() && code[ci].start <= start;
+                if !in_code {
+                    out.push((body[i + 2..j].to_string(), start..j + 1));
+                }
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Labels with a line-start `[^label]:` definition.
+pub fn footnote_definitions(body: &str) -> Vec<String> {
+    let mut out = vec![];
+    for (s, e, _) in crate::text::lines(body) {
+        let line = &body[s..e];
+        let l = line.trim_start_matches(' ');
+        if line.len() - l.len() > 3 {
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix("[^") {
+            if let Some(close) = rest.find("]:") {
+                let label = &rest[..close];
+                if !label.is_empty() && !label.contains(char::is_whitespace) {
+                    out.push(label.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_slugs_code() {
+        let body = "# The v4 SQLite decision?\n\n## Setup\n\n## Setup\n\nSee [a](a.md#x) and ![i](img.png) and [r][ref] `[b](c.md)`.\n\n[ref]: r.md\n\n```\n[^x]\n```\n";
+        let s = scan_body(body);
+        assert_eq!(s.slugs, vec!["the-v4-sqlite-decision", "setup", "setup-1"]);
+        let dests: Vec<_> = s.links.iter().map(|l| l.dest.as_str()).collect();
+        assert_eq!(dests, vec!["a.md#x", "img.png"]);
+        assert_eq!(&body[s.links[0].span.clone()], "[a](a.md#x)");
+        let toks = footnote_tokens(body, &s.code);
+        assert!(toks.is_empty());
+    }
+
+    #[test]
+    fn footnotes() {
+        let body = "Claim.[^a] More[^b] and `[^c]`.\n\n[^a]: Source A\n";
+        let s = scan_body(body);
+        let toks: Vec<_> = footnote_tokens(body, &s.code)
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect();
+        assert_eq!(toks, vec!["a", "b", "a"]);
+        assert_eq!(footnote_definitions(body), vec!["a"]);
+    }
+
+    #[test]
+    fn top_level_blocks() {
+        let body = "# Tables\n\n* [Orders](orders.md) - All orders.\n* plain\n*\n  ```\n  x\n  ```\n\nText\n\n## 2026-01-01\n\n- loose\n\n- [x](y.md)\n";
+        let b = blocks(body);
+        assert_eq!(b[0].0, Block::Heading(1, "Tables".into()));
+        let Block::List(items) = &b[1].0 else {
+            panic!("{b:?}")
+        };
+        assert_eq!(
+            items[0].start,
+            ItemStart::Text {
+                link: Some(("orders.md".into(), "Orders".into()))
+            }
+        );
+        assert_eq!(items[1].start, ItemStart::Text { link: None });
+        assert_eq!(items[2].start, ItemStart::Other);
+        assert_eq!(b[2].0, Block::Other("paragraph"));
+        assert_eq!(b[3].0, Block::Heading(2, "2026-01-01".into()));
+        let Block::List(items) = &b[4].0 else {
+            panic!()
+        };
+        assert_eq!(
+            items[1].start,
+            ItemStart::Text {
+                link: Some(("y.md".into(), "x".into()))
+            }
+        );
+    }
+}

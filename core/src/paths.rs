@@ -1,0 +1,104 @@
+//! Bundle-relative posix paths: normalisation, joining, the URL test and
+//! percent-decoding used by link resolution.
+
+/// Normalises `.` and `..` segments and repeated slashes. `None` when the
+/// path climbs above the root.
+pub fn normalize(path: &str) -> Option<String> {
+    let mut out: Vec<&str> = vec![];
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            s => out.push(s),
+        }
+    }
+    let mut s = out.join("/");
+    if path.ends_with('/') && !s.is_empty() {
+        s.push('/');
+    }
+    Some(s)
+}
+
+/// The directory part of a bundle-relative path (`""` at the root).
+pub fn dirname(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}
+
+/// True for an absolute URL: contains `://`, starts with `//`, or starts
+/// with a scheme of two or more characters (`mailto:`, `https:`; not `C:`).
+pub fn is_url(s: &str) -> bool {
+    if s.contains("://") || s.starts_with("//") {
+        return true;
+    }
+    let Some(colon) = s.find(':') else {
+        return false;
+    };
+    let scheme = &s[..colon];
+    scheme.len() >= 2
+        && scheme.as_bytes()[0].is_ascii_alphabetic()
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'))
+}
+
+/// Percent-decodes; on invalid UTF-8 the input is returned unchanged.
+pub fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    match percent_encoding::percent_decode_str(s).decode_utf8() {
+        Ok(c) => c.into_owned(),
+        Err(_) => s.to_string(),
+    }
+}
+
+/// Matches a glob (`*` within a segment, `**` across segments, `?`) against a path.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    fn seg_match(p: &[u8], s: &[u8]) -> bool {
+        match (p.first(), s.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => seg_match(&p[1..], s) || (!s.is_empty() && seg_match(p, &s[1..])),
+            (Some(b'?'), Some(_)) => seg_match(&p[1..], &s[1..]),
+            (Some(a), Some(b)) if a == b => seg_match(&p[1..], &s[1..]),
+            _ => false,
+        }
+    }
+    fn segs(p: &[&str], s: &[&str]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(&"**") => segs(&p[1..], s) || (!s.is_empty() && segs(p, &s[1..])),
+            Some(ps) => {
+                !s.is_empty() && seg_match(ps.as_bytes(), s[0].as_bytes()) && segs(&p[1..], &s[1..])
+            }
+        }
+    }
+    let p: Vec<&str> = pattern.split('/').filter(|x| !x.is_empty()).collect();
+    let s: Vec<&str> = path.split('/').filter(|x| !x.is_empty()).collect();
+    segs(&p, &s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        assert_eq!(normalize("a/./b/../c.md").as_deref(), Some("a/c.md"));
+        assert_eq!(normalize("../x"), None);
+        assert_eq!(normalize("a//b/").as_deref(), Some("a/b/"));
+        assert_eq!(dirname("a/b/c.md"), "a/b");
+        assert_eq!(dirname("c.md"), "");
+        assert!(is_url("https://x.y"));
+        assert!(is_url("mailto:a@b"));
+        assert!(!is_url("C:/x"));
+        assert!(!is_url("tables/orders.md"));
+        assert_eq!(percent_decode("my%20notes.md"), "my notes.md");
+        assert_eq!(percent_decode("%ff"), "%ff");
+        assert!(glob_match("docs/**/*.md", "docs/a/b/c.md"));
+        assert!(glob_match("docs/**/*.md", "docs/c.md"));
+        assert!(!glob_match("docs/*.md", "docs/a/c.md"));
+        assert!(glob_match("README.?d", "README.md"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Byte offsets to editor positions: UTF-16 code units with zero-based line
+//! and character, as JS clients and LSP expect.
+
+use serde::Serialize;
+
+/// A source range in UTF-16 code units, zero-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Range {
+    /// Offset of the first unit from the start of the file.
+    pub offset: u32,
+    /// Length in UTF-16 code units.
+    pub length: u32,
+    /// Zero-based line of `offset`.
+    pub line: u32,
+    /// Zero-based UTF-16 column of `offset` within its line.
+    pub character: u32,
+}
+
+/// Maps byte offsets of one text to [`Range`]s. Built once per file; each
+/// lookup is a binary search plus a scan of at most one line.
+pub struct Positions<'a> {
+    text: &'a str,
+    ascii: bool,
+    /// (byte offset of line start, UTF-16 offset of line start)
+    lines: Vec<(u32, u32)>,
+}
+
+impl<'a> Positions<'a> {
+    /// Indexes `text`. Lines end at `\n`, `\r\n` or a lone `\r`.
+    pub fn new(text: &'a str) -> Self {
+        let ascii = text.is_ascii();
+        let bytes = text.as_bytes();
+        let mut lines = vec![(0u32, 0u32)];
+        let mut u16pos: u32 = 0;
+        let mut i = 0usize;
+        let mut seg_start = 0usize;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b == b'\n' || b == b'\r' {
+                let mut end = i + 1;
+                if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                    end = i + 2;
+                }
+                if !ascii {
+                    u16pos += utf16_len(&text[seg_start..end]);
+                } else {
+                    u16pos = end as u32;
+                }
+                lines.push((end as u32, u16pos));
+                seg_start = end;
+                i = end;
+            } else {
+                i += 1;
+            }
+        }
+        Positions { text, ascii, lines }
+    }
+
+    fn units(&self, from: usize, to: usize) -> u32 {
+        if self.ascii {
+            (to - from) as u32
+        } else {
+            utf16_len(&self.text[from..to])
+        }
+    }
+
+    /// The range covering bytes `start..end` (clamped to the text and to
+    /// character boundaries).
+    pub fn range(&self, start: usize, end: usize) -> Range {
+        let len = self.text.len();
+        let mut start = start.min(len);
+        let mut end = end.clamp(start, len);
+        while !self.text.is_char_boundary(start) {
+            start -= 1;
+        }
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        let idx = match self
+            .lines
+            .binary_search_by(|(b, _)| (*b as usize).cmp(&start))
+        {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let (line_byte, line_u16) = self.lines[idx];
+        let character = self.units(line_byte as usize, start);
+        Range {
+            offset: line_u16 + character,
+            length: self.units(start, end),
+            line: idx as u32,
+            character,
+        }
+    }
+}
+
+/// Number of UTF-16 code units in `s`.
+pub fn utf16_len(s: &str) -> u32 {
+    s.chars().map(|c| c.len_utf16() as u32).sum()
+}
+
+/// Splits `text` into lines, returning `(start, end_without_terminator,
+/// end_with_terminator)` byte offsets. `\n`, `\r\n` and lone `\r` end a line.
+pub fn lines(text: &str) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= bytes.len() {
+            return None;
+        }
+        let start = pos;
+        let mut i = pos;
+        while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+            i += 1;
+        }
+        let content_end = i;
+        if i < bytes.len() {
+            if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        pos = i;
+        Some((start, content_end, i))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_and_utf16_ranges() {
+        let p = Positions::new("ab\ncd\r\nef");
+        assert_eq!(
+            p.range(7, 9),
+            Range {
+                offset: 7,
+                length: 2,
+                line: 2,
+                character: 0
+            }
+        );
+        let p = Positions::new("é😀\nx");
+        // é = 1 unit, 😀 = 2 units, \n = 1
+        assert_eq!(
+            p.range(7, 8),
+            Range {
+                offset: 4,
+                length: 1,
+                line: 1,
+                character: 0
+            }
+        );
+        assert_eq!(
+            p.range(2, 6),
+            Range {
+                offset: 1,
+                length: 2,
+                line: 0,
+                character: 1
+            }
+        );
+    }
+
+    #[test]
+    fn lone_cr_ends_a_line() {
+        let v: Vec<_> = lines("a\rb\r\nc\n").collect();
+        assert_eq!(v, vec![(0, 1, 2), (2, 3, 5), (5, 6, 7)]);
+    }
+}

@@ -1,0 +1,5 @@
+//! The `okfit` command.
+
+fn main() {
+    std::process::exit(okfit::cli::run(std::env::args_os()));
+}

@@ -1,0 +1,670 @@
+//! The `okfit` command line: `validate`, `lint`, `stale`, `graph`, `query`.
+//! Reports go to stdout; errors and summaries to stderr, one line each.
+
+use crate::discover::{self, Project};
+use crate::error::Error;
+use crate::project::{self, LoadOptions};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use okfit_core::bundle::{Bundle, NodeKind, Report};
+use okfit_core::doc::LinkSource;
+use okfit_core::query::{self, ListFilter};
+use okfit_core::report::{self, Meta};
+use okfit_core::time::{self, Instant};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "okfit",
+    about = "Validate and query Open Knowledge Format (OKF) bundles",
+    disable_version_flag = true
+)]
+struct Cli {
+    /// Print the version and exit.
+    #[arg(long, short = 'V')]
+    version: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check conformance and lints; exit 0 clean, 1 lint/profile errors, 2 conformance errors.
+    Validate(CheckArgs),
+    /// Like validate, without the conformance tier.
+    Lint(CheckArgs),
+    /// List concepts whose stale_after instant has passed.
+    Stale(StaleArgs),
+    /// Print the link graph.
+    Graph(GraphArgs),
+    /// Query concepts.
+    #[command(subcommand)]
+    Query(QueryCommand),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Project root (where config discovery starts); default: the working directory.
+    path: Option<PathBuf>,
+    /// Use this okfit.toml instead of discovering one.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum CheckFormat {
+    Human,
+    Json,
+    Sarif,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: CheckFormat,
+    /// The instant to validate at (ISO 8601 with offset); default: OKFIT_NOW or the clock.
+    #[arg(long, value_name = "ISO")]
+    now: Option<String>,
+    /// Skip the git tier of generated-at-drift.
+    #[arg(long)]
+    skip_provenance: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum PlainFormat {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct StaleArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: PlainFormat,
+    /// The instant to compare with (ISO 8601 with offset).
+    #[arg(long, value_name = "ISO")]
+    now: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum GraphFormat {
+    Mermaid,
+    Dot,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct GraphArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "mermaid")]
+    format: GraphFormat,
+}
+
+#[derive(Subcommand, Debug)]
+enum QueryCommand {
+    /// List concept summaries.
+    List(ListArgs),
+    /// One concept with its frontmatter and links.
+    Get(IdArgs),
+    /// A concept's graph neighbours.
+    Neighbors(IdArgs),
+}
+
+#[derive(Args, Debug)]
+struct ListArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Only this type (repeatable: any of them).
+    #[arg(long = "type", value_name = "TYPE")]
+    types: Vec<String>,
+    /// Only concepts with this tag (repeatable: all of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only this status (repeatable: any of them).
+    #[arg(long = "status", value_name = "STATUS")]
+    statuses: Vec<String>,
+    /// Only concepts with a verified entry.
+    #[arg(long)]
+    verified: bool,
+    /// Only concepts without a verified entry.
+    #[arg(long)]
+    unverified: bool,
+    /// Page size.
+    #[arg(long, default_value_t = 200)]
+    limit: usize,
+    /// Page start.
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: PlainFormat,
+}
+
+#[derive(Args, Debug)]
+struct IdArgs {
+    /// Concept id (path id, with or without a leading / or trailing .md).
+    id: String,
+    #[command(flatten)]
+    common: Common,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    format: PlainFormat,
+}
+
+/// The `okfit --version` line.
+pub fn version_line() -> String {
+    format!(
+        "okfit {} (engine {}, okf {}, config-schema 1.0)",
+        crate::VERSION,
+        report::ENGINE_VERSION,
+        okfit_core::config::OKF_VERSION
+    )
+}
+
+/// Runs the CLI with `args` (including the program name); returns the exit code.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    let _ = e.print();
+                    0
+                }
+                _ => {
+                    let text = e.render().to_string();
+                    let first = text.lines().next().unwrap_or("invalid arguments");
+                    let first = first.strip_prefix("error: ").unwrap_or(first);
+                    eprintln!("error: {first} (see okfit --help)");
+                    64
+                }
+            };
+        }
+    };
+    if cli.version {
+        println!("{}", version_line());
+        return 0;
+    }
+    let Some(command) = cli.command else {
+        let mut cmd = <Cli as clap::CommandFactory>::command();
+        let _ = cmd.print_help();
+        println!();
+        return 0;
+    };
+    let json_errors = matches!(
+        &command,
+        Command::Validate(CheckArgs {
+            format: CheckFormat::Json,
+            ..
+        }) | Command::Lint(CheckArgs {
+            format: CheckFormat::Json,
+            ..
+        })
+    );
+    match dispatch(command) {
+        Ok(code) => code,
+        Err(e) => {
+            if json_errors {
+                println!(
+                    "{}",
+                    report::error_json(crate::VERSION, e.tag(), &e.to_string())
+                );
+            }
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<i32, Error> {
+    match command {
+        Command::Validate(a) => check(a, false),
+        Command::Lint(a) => check(a, true),
+        Command::Stale(a) => stale(a),
+        Command::Graph(a) => graph(a),
+        Command::Query(q) => match q {
+            QueryCommand::List(a) => query_list(a),
+            QueryCommand::Get(a) => query_get(a),
+            QueryCommand::Neighbors(a) => query_neighbors(a),
+        },
+    }
+}
+
+/// Resolves `now`: the flag, else `OKFIT_NOW`, else the wall clock.
+pub fn resolve_now(flag: Option<&str>) -> Result<Instant, Error> {
+    let (src, value) = match flag {
+        Some(v) => ("--now", v.to_string()),
+        None => match std::env::var("OKFIT_NOW") {
+            Ok(v) if !v.trim().is_empty() => ("OKFIT_NOW", v),
+            _ => return Ok(wall_clock()),
+        },
+    };
+    time::parse_now(&value).map_err(|_| {
+        Error::Usage(format!(
+            "{src} must be an ISO 8601 instant with an explicit offset, for example 2026-09-06T00:00:00Z (got \"{}\")",
+            crate::error::truncate(&value)
+        ))
+    })
+}
+
+fn wall_clock() -> Instant {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    Instant(ms)
+}
+
+fn project(common: &Common) -> Result<Project, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Io(format!("cannot read the working directory ({e})")))?;
+    let p = discover::resolve(common.path.as_deref(), &cwd, common.config.as_deref())?;
+    for w in &p.config.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(p)
+}
+
+/// A path shown relative to the working directory when under it.
+fn shown(p: &Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    match cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()) {
+        Some(r) if r.as_os_str().is_empty() => ".".into(),
+        Some(r) => r.display().to_string(),
+        None => p.display().to_string(),
+    }
+}
+
+fn meta(p: &Project) -> Meta {
+    Meta {
+        okfit_version: crate::VERSION.to_string(),
+        producer: "okfit".into(),
+        distribution: None,
+        okf_version: p.config.okf_version.clone(),
+        root: p.bundle_root.display().to_string(),
+        profile: p.config.profile.map(str::to_string),
+    }
+}
+
+fn out_err(e: std::io::Error) -> Error {
+    Error::Io(format!("could not write the report ({e})"))
+}
+
+fn check(a: CheckArgs, lint_only: bool) -> Result<i32, Error> {
+    let now = resolve_now(a.now.as_deref())?;
+    let p = project(&a.common)?;
+    let loaded = project::load(
+        &p,
+        &LoadOptions {
+            now: Some(now),
+            ..LoadOptions::default()
+        },
+    )?;
+    let mut report = project::validate(&p, loaded, a.skip_provenance);
+    if lint_only {
+        report = report.lint_only();
+    }
+    let m = meta(&p);
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match a.format {
+        CheckFormat::Json => {
+            report::write_json(&mut w, &report, &m).map_err(|e| Error::Io(e.to_string()))?;
+            writeln!(w).map_err(out_err)?;
+        }
+        CheckFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut w, &report::sarif(&report, &m))
+                .map_err(|e| Error::Io(e.to_string()))?;
+            writeln!(w).map_err(out_err)?;
+        }
+        CheckFormat::Human => {
+            write_human(&mut w, &report).map_err(out_err)?;
+            w.flush().map_err(out_err)?;
+            eprintln!("{}", report::human_summary(&report, &shown(&p.bundle_root)));
+        }
+    }
+    w.flush().map_err(out_err)?;
+    Ok(report.exit_code())
+}
+
+fn write_human(w: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    for d in &report.diagnostics {
+        let line = report::human_line(d);
+        if color {
+            let sev = d.severity.as_str();
+            let code = match d.severity {
+                okfit_core::diag::Severity::Error => "31",
+                okfit_core::diag::Severity::Warning => "33",
+                okfit_core::diag::Severity::Info => "36",
+            };
+            writeln!(
+                w,
+                "{}",
+                line.replacen(
+                    &format!(" {sev} "),
+                    &format!(" \x1b[{code}m{sev}\x1b[0m "),
+                    1
+                )
+            )?;
+        } else {
+            writeln!(w, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+fn load_bundle(p: &Project, keep_frontmatter: bool) -> Result<Bundle, Error> {
+    Ok(project::load(
+        p,
+        &LoadOptions {
+            keep_frontmatter,
+            ..LoadOptions::default()
+        },
+    )?
+    .bundle)
+}
+
+fn print_json(v: &serde_json::Value) -> Result<(), Error> {
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    serde_json::to_writer(&mut w, v).map_err(|e| Error::Io(e.to_string()))?;
+    writeln!(w).map_err(out_err)
+}
+
+fn stale(a: StaleArgs) -> Result<i32, Error> {
+    let now = resolve_now(a.now.as_deref())?;
+    let p = project(&a.common)?;
+    let b = load_bundle(&p, false)?;
+    let items = query::stale(&b, now);
+    let total = b.concepts().count();
+    match a.format {
+        PlainFormat::Json => {
+            let m = meta(&p);
+            print_json(&serde_json::json!({
+                "schema": 1,
+                "okfit_version": m.okfit_version,
+                "engine_version": report::ENGINE_VERSION,
+                "producer": m.producer,
+                "distribution": null,
+                "okf_version": m.okf_version,
+                "root": m.root,
+                "profile": m.profile,
+                "as_of": time::format_millis(now),
+                "summary": { "concepts": total, "stale": items.len() },
+                "items": items.iter().map(|i| serde_json::json!({
+                    "id": i.summary.id, "stale_after": i.stale_after, "days_past": i.days_past
+                })).collect::<Vec<_>>(),
+            }))?;
+        }
+        PlainFormat::Human => {
+            for i in &items {
+                println!(
+                    "{}  {}  ({} days past)",
+                    i.summary.id, i.stale_after, i.days_past
+                );
+            }
+            eprintln!(
+                "{} stale concepts of {} in {}",
+                items.len(),
+                total,
+                shown(&p.bundle_root)
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn mermaid_escape(s: &str) -> String {
+    s.replace('"', "#quot;")
+}
+
+fn graph(a: GraphArgs) -> Result<i32, Error> {
+    let p = project(&a.common)?;
+    let b = load_bundle(&p, false)?;
+    let g = b.graph();
+    match a.format {
+        GraphFormat::Json => {
+            let m = meta(&p);
+            let nodes: Vec<_> = g
+                .nodes
+                .iter()
+                .map(|(id, k)| serde_json::json!({"id": id, "kind": k}))
+                .collect();
+            let edges: Vec<_> = g
+                .edges
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::json!({
+                        "from": g.nodes[e.from].0, "to": g.nodes[e.to].0, "source": e.source,
+                    });
+                    if let Some(f) = e.field {
+                        v["field"] = f.into();
+                    }
+                    v["raw"] = e.raw.clone().into();
+                    v
+                })
+                .collect();
+            print_json(&serde_json::json!({
+                "schema": 1,
+                "okfit_version": m.okfit_version,
+                "engine_version": report::ENGINE_VERSION,
+                "producer": m.producer,
+                "distribution": null,
+                "okf_version": m.okf_version,
+                "root": m.root,
+                "profile": m.profile,
+                "summary": { "nodes": g.nodes.len(), "edges": g.edges.len() },
+                "nodes": nodes,
+                "edges": edges,
+            }))?;
+        }
+        GraphFormat::Mermaid => {
+            let mut s = String::from("flowchart LR\n");
+            for (i, (id, k)) in g.nodes.iter().enumerate() {
+                let shape = match k {
+                    NodeKind::Concept => format!("n{i}[\"{}\"]", mermaid_escape(id)),
+                    NodeKind::File => format!("n{i}([\"{}\"])", mermaid_escape(id)),
+                    NodeKind::Missing => {
+                        format!("n{i}{{{{\"{} (missing)\"}}}}", mermaid_escape(id))
+                    }
+                };
+                s.push_str(&format!("  {shape}\n"));
+            }
+            for e in &g.edges {
+                match (e.source, e.field) {
+                    (LinkSource::Frontmatter, Some(f)) => {
+                        s.push_str(&format!("  n{} -->|{f}| n{}\n", e.from, e.to))
+                    }
+                    _ => s.push_str(&format!("  n{} --> n{}\n", e.from, e.to)),
+                }
+            }
+            print!("{s}");
+        }
+        GraphFormat::Dot => {
+            let mut s = String::from("digraph okf {\n  rankdir=LR;\n");
+            for (id, k) in &g.nodes {
+                let style = match k {
+                    NodeKind::Concept => "shape=box",
+                    NodeKind::File => "shape=note",
+                    NodeKind::Missing => "shape=box, style=dashed, color=red",
+                };
+                s.push_str(&format!("  \"{}\" [{style}];\n", dot_escape(id)));
+            }
+            for e in &g.edges {
+                let (f, t) = (dot_escape(&g.nodes[e.from].0), dot_escape(&g.nodes[e.to].0));
+                match e.field {
+                    Some(field) => {
+                        s.push_str(&format!("  \"{f}\" -> \"{t}\" [label=\"{field}\"];\n"))
+                    }
+                    None => s.push_str(&format!("  \"{f}\" -> \"{t}\";\n")),
+                }
+            }
+            s.push_str("}\n");
+            print!("{s}");
+        }
+    }
+    Ok(0)
+}
+
+fn check_vocab(p: &Project, kind: &str, names: &[String]) -> Result<(), Error> {
+    let declared: Vec<&String> = if kind == "type" {
+        p.config.types.keys().collect()
+    } else {
+        p.config.tags.keys().collect()
+    };
+    for n in names {
+        if !declared.contains(&n) {
+            let list: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "{kind} \"{}\" is not declared in the config; declared: {}",
+                crate::error::truncate(n),
+                if list.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    list.join(", ")
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn envelope_head(extra: serde_json::Value) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "schema": 1,
+        "okfit_version": crate::VERSION,
+        "engine_version": report::ENGINE_VERSION,
+        "distribution": null,
+    });
+    if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v
+}
+
+fn query_list(a: ListArgs) -> Result<i32, Error> {
+    if a.verified && a.unverified {
+        return Err(Error::Usage(
+            "query list takes --verified or --unverified, not both".into(),
+        ));
+    }
+    let p = project(&a.common)?;
+    check_vocab(&p, "type", &a.types)?;
+    check_vocab(&p, "tag", &a.tags)?;
+    let b = load_bundle(&p, false)?;
+    let f = ListFilter {
+        types: a.types,
+        tags: a.tags,
+        statuses: a.statuses,
+        verified: if a.verified {
+            Some(true)
+        } else if a.unverified {
+            Some(false)
+        } else {
+            None
+        },
+    };
+    let (items, total) = query::list(&b, &f, a.offset, a.limit);
+    match a.format {
+        PlainFormat::Json => print_json(&envelope_head(
+            serde_json::json!({ "total": total, "items": items }),
+        ))?,
+        PlainFormat::Human => {
+            for i in &items {
+                println!("{}  {}  {}  {}", i.id, i.type_name, i.status, i.title);
+            }
+            eprintln!("{} of {} concepts", items.len(), total);
+        }
+    }
+    Ok(0)
+}
+
+fn query_get(a: IdArgs) -> Result<i32, Error> {
+    let p = project(&a.common)?;
+    let id = query::normalize_id(&a.id);
+    if id.is_empty() {
+        return Err(Error::Usage("a concept id must not be empty".into()));
+    }
+    let b = load_bundle(&p, true)?;
+    let Some((d, c)) = b.concept(&id) else {
+        return Err(Error::ConceptNotFound(a.id));
+    };
+    let s = query::summary(d, c);
+    let links = query::links(&b, d);
+    match a.format {
+        PlainFormat::Json => {
+            let mut concept = serde_json::to_value(&s).map_err(|e| Error::Io(e.to_string()))?;
+            concept["frontmatter"] =
+                serde_json::Value::Object(c.frontmatter.clone().unwrap_or_default());
+            concept["links"] =
+                serde_json::to_value(&links).map_err(|e| Error::Io(e.to_string()))?;
+            print_json(&envelope_head(serde_json::json!({ "concept": concept })))?;
+        }
+        PlainFormat::Human => {
+            println!("{}  {}  {}", s.id, s.type_name, s.status);
+            println!("title: {}", s.title);
+            if let Some(desc) = &s.description {
+                println!("description: {desc}");
+            }
+            if !s.tags.is_empty() {
+                println!("tags: {}", s.tags.join(", "));
+            }
+            println!("path: {}", s.path);
+            for l in &links {
+                let kind = serde_json::to_value(l.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                match l.field {
+                    Some(f) => println!("-> {} ({kind}, {f})", l.to),
+                    None => println!("-> {} ({kind})", l.to),
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn query_neighbors(a: IdArgs) -> Result<i32, Error> {
+    let p = project(&a.common)?;
+    let id = query::normalize_id(&a.id);
+    if id.is_empty() {
+        return Err(Error::Usage("a concept id must not be empty".into()));
+    }
+    let b = load_bundle(&p, false)?;
+    if b.concept(&id).is_none() {
+        return Err(Error::ConceptNotFound(a.id));
+    }
+    let (outgoing, incoming) = query::neighbors(&b, &id).unwrap_or_default();
+    match a.format {
+        PlainFormat::Json => print_json(&envelope_head(serde_json::json!({
+            "id": id, "outgoing": outgoing, "incoming": incoming,
+        })))?,
+        PlainFormat::Human => {
+            for n in &outgoing {
+                println!("-> {}", n.id);
+            }
+            for n in &incoming {
+                println!("<- {}", n.id);
+            }
+        }
+    }
+    Ok(0)
+}

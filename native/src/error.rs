@@ -1,0 +1,118 @@
+//! The errors a front end reports: each is one line, with a stable tag and
+//! the exit code the CLI maps it to.
+
+use std::path::PathBuf;
+
+/// Why a command could not run.
+#[derive(Debug)]
+pub enum Error {
+    /// `--config` names a file that does not exist.
+    ConfigPathNotFound(PathBuf),
+    /// A config file could not be read or parsed.
+    ConfigMalformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The bundle root is missing or not a directory.
+    BundleNotDirectory(PathBuf),
+    /// The bundle root exists but could not be read.
+    BundleUnreadable(PathBuf, std::io::Error),
+    /// A file in the bundle could not be read.
+    FileUnreadable {
+        /// Bundle-relative path.
+        rel: String,
+        /// Bundle root.
+        root: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The bundle nests deeper than the walk allows.
+    DepthExceeded {
+        /// Bundle root.
+        root: PathBuf,
+        /// The directory where the limit was hit.
+        at: String,
+    },
+    /// An unsaved document's path was refused.
+    Overlay(okfit_core::overlay::OverlayError),
+    /// A command-line argument is wrong.
+    Usage(String),
+    /// A concept id that is not in the bundle.
+    ConceptNotFound(String),
+    /// Any other I/O failure (writing output, spawning).
+    Io(String),
+}
+
+impl Error {
+    /// A stable tag for JSON error envelopes.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Error::ConfigPathNotFound(_) => "ConfigPathNotFound",
+            Error::ConfigMalformed { .. } => "ConfigMalformed",
+            Error::BundleNotDirectory(_) => "BundleNotFound",
+            Error::BundleUnreadable(..) => "BundleUnreadable",
+            Error::FileUnreadable { .. } => "BundleFileUnreadable",
+            Error::DepthExceeded { .. } => "BundleDepthExceeded",
+            Error::Overlay(_) => "DocumentPathError",
+            Error::Usage(_) => "UsageError",
+            Error::ConceptNotFound(_) => "ConceptNotFound",
+            Error::Io(_) => "IoError",
+        }
+    }
+
+    /// 64 for usage errors, 3 for everything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::Overlay(_) => 64,
+            _ => 3,
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::ConfigPathNotFound(p) => write!(f, "config path not found: {}", p.display()),
+            Error::ConfigMalformed { path, detail } => {
+                write!(f, "malformed config {}: {detail}", path.display())
+            }
+            Error::BundleNotDirectory(p) => {
+                write!(f, "bundle root \"{}\" is not a directory", p.display())
+            }
+            Error::BundleUnreadable(p, e) => {
+                write!(f, "bundle root \"{}\" could not be read ({e})", p.display())
+            }
+            Error::FileUnreadable { rel, root, source } => write!(
+                f,
+                "bundle file \"{rel}\" under \"{}\" could not be read ({source})",
+                root.display()
+            ),
+            Error::DepthExceeded { root, at } => write!(
+                f,
+                "bundle \"{}\" descends past {} levels at \"{at}\"",
+                root.display(),
+                crate::walk::MAX_DEPTH
+            ),
+            Error::Overlay(e) => write!(f, "{e}"),
+            Error::Usage(m) => write!(f, "{m}"),
+            Error::ConceptNotFound(id) => {
+                write!(f, "no concept \"{}\" in this bundle", truncate(id))
+            }
+            Error::Io(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Caller-supplied text echoed into a message: at most 200 characters.
+pub fn truncate(s: &str) -> String {
+    if s.chars().count() > 200 {
+        let t: String = s.chars().take(200).collect();
+        format!("{t}…")
+    } else {
+        s.to_string()
+    }
+}

@@ -1,0 +1,119 @@
+//! Loading a project's bundle from disk (in parallel) and validating it.
+
+use crate::discover::Project;
+use crate::error::Error;
+use crate::walk;
+use okfit_core::bundle::{self, Bundle, Report};
+use okfit_core::diag::{Diagnostic, Tier};
+use okfit_core::doc::{self, ParseOptions};
+use okfit_core::time::Instant;
+use rayon::prelude::*;
+
+/// What to load.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `now` for the `stale` lint.
+    pub now: Option<Instant>,
+    /// Keep each concept's frontmatter mapping.
+    pub keep_frontmatter: bool,
+    /// Unsaved `(path, text)` documents that shadow files on disk.
+    pub documents: Vec<(String, String)>,
+}
+
+/// A loaded bundle and the findings the walk made.
+pub struct Loaded {
+    /// The bundle.
+    pub bundle: Bundle,
+    /// Walk findings (`walk-unreadable`).
+    pub extra: Vec<Diagnostic>,
+}
+
+/// Walks and parses the project's bundle.
+pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
+    let root = &project.bundle_root;
+    let walked = walk::walk(root)?;
+    let cfg = &project.config;
+    let popts = ParseOptions {
+        config: cfg,
+        now: opts.now,
+        keep_frontmatter: opts.keep_frontmatter,
+    };
+    // Overlay paths are checked against the directories on disk.
+    let overlay = if opts.documents.is_empty() {
+        vec![]
+    } else {
+        let paths = okfit_core::overlay::check_paths(
+            opts.documents.iter().map(|(p, _)| p.as_str()),
+            |dir| root.join(dir).is_dir(),
+        )
+        .map_err(Error::Overlay)?;
+        paths
+            .into_iter()
+            .zip(opts.documents.iter().map(|(_, t)| t.as_str()))
+            .collect::<Vec<_>>()
+    };
+    let (md, assets): (Vec<_>, Vec<_>) = walked
+        .files
+        .into_iter()
+        .partition(|(p, _)| p.ends_with(".md"));
+    let mut docs: Vec<doc::Document> = md
+        .par_iter()
+        .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
+        .map(|(rel, abs)| {
+            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
+                rel: rel.clone(),
+                root: root.clone(),
+                source: e,
+            })?;
+            Ok(doc::parse(rel, &bytes, &popts))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    for (p, text) in &overlay {
+        docs.push(doc::parse(p, text.as_bytes(), &popts));
+    }
+    let extra = walked
+        .unreadable
+        .into_iter()
+        .filter_map(|d| {
+            cfg.severity("walk-unreadable").map(|severity| Diagnostic {
+                source: Tier::Lint,
+                file: d.clone(),
+                code: "walk-unreadable",
+                severity,
+                message: format!(
+                    "directory \"{d}\" could not be read; its files are not part of the bundle"
+                ),
+                range: None,
+            })
+        })
+        .collect();
+    let bundle = Bundle::from_parts(docs, assets.into_iter().map(|(p, _)| p).collect());
+    Ok(Loaded { bundle, extra })
+}
+
+/// Validates a loaded bundle, adding the git tier of `generated-at-drift`
+/// unless `skip_provenance`.
+pub fn validate(project: &Project, loaded: Loaded, skip_provenance: bool) -> Report {
+    let mut extra = loaded.extra;
+    if let (false, Some(sev)) = (
+        skip_provenance,
+        project.config.severity("generated-at-drift"),
+    ) {
+        let candidates: Vec<crate::git::Candidate> = loaded
+            .bundle
+            .concepts()
+            .filter_map(|(d, c)| {
+                let g = c.generated.as_ref()?;
+                (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
+                    crate::git::Candidate {
+                        path: d.path.clone(),
+                        at: g.at,
+                        digest: c.body_digest_hex(),
+                    }
+                })
+            })
+            .collect();
+        extra.extend(crate::git::drift(&project.bundle_root, &candidates, sev));
+    }
+    bundle::validate(&loaded.bundle, &project.config, extra)
+}

@@ -1,0 +1,100 @@
+//! The bundle walk: every file under the root, skipping dot-entries,
+//! `node_modules` and `.git`, never following a symlink out of the root.
+
+use crate::error::Error;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// How deep below the root the walk goes before it fails.
+pub const MAX_DEPTH: usize = 256;
+
+/// What the walk found.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// `(bundle-relative posix path, absolute path)`, sorted by path.
+    pub files: Vec<(String, PathBuf)>,
+    /// Bundle-relative directories that could not be read.
+    pub unreadable: Vec<String>,
+}
+
+/// Walks `root`.
+pub fn walk(root: &Path) -> Result<Walked, Error> {
+    let meta = std::fs::metadata(root).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::BundleNotDirectory(root.to_path_buf())
+        } else {
+            Error::BundleUnreadable(root.to_path_buf(), e)
+        }
+    })?;
+    if !meta.is_dir() {
+        return Err(Error::BundleNotDirectory(root.to_path_buf()));
+    }
+    let canon_root =
+        std::fs::canonicalize(root).map_err(|e| Error::BundleUnreadable(root.to_path_buf(), e))?;
+    let mut out = Walked::default();
+    let mut visited: HashSet<PathBuf> = HashSet::new();
+    visited.insert(canon_root.clone());
+    // (absolute dir, relative prefix, depth)
+    let mut stack: Vec<(PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
+    while let Some((dir, rel, depth)) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) => {
+                if rel.is_empty() {
+                    return Err(Error::BundleUnreadable(root.to_path_buf(), e));
+                }
+                out.unreadable.push(rel);
+                continue;
+            }
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                if !rel.is_empty() {
+                    out.unreadable.push(rel.clone());
+                }
+                continue;
+            };
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "node_modules" {
+                continue;
+            }
+            let child_rel = if rel.is_empty() {
+                name.to_string()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else {
+                continue;
+            };
+            let (is_dir, is_file) = if ft.is_symlink() {
+                // Follow only when the target stays inside the root.
+                match std::fs::canonicalize(&path) {
+                    Ok(t) if t.starts_with(&canon_root) => match std::fs::metadata(&t) {
+                        Ok(m) => (m.is_dir() && visited.insert(t), m.is_file()),
+                        Err(_) => (false, false),
+                    },
+                    _ => (false, false),
+                }
+            } else {
+                (ft.is_dir(), ft.is_file())
+            };
+            if is_dir {
+                if depth + 1 > MAX_DEPTH {
+                    return Err(Error::DepthExceeded {
+                        root: root.to_path_buf(),
+                        at: child_rel,
+                    });
+                }
+                stack.push((path, child_rel, depth + 1));
+            } else if is_file {
+                out.files.push((child_rel, path));
+            }
+        }
+    }
+    out.files.sort_by(|a, b| a.0.cmp(&b.0));
+    out.unreadable.sort();
+    out.unreadable.dedup();
+    Ok(out)
+}
