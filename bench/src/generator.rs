@@ -474,7 +474,7 @@ fn render_concept(
     let folder = folder_of(id, params);
     let type_name = TYPES.get(meta.type_idx).copied().unwrap_or("Reference");
     let now = now_days();
-    let target_size = rng.range(3700, 4500) as usize;
+    let target_size = rng.range(3550, 4350) as usize;
 
     // ---- frontmatter ----
     out.push_str("---\n");
@@ -483,18 +483,10 @@ fn render_concept(
     let _ = writeln!(out, "description: \"{}\"", meta.description);
     out.push_str("tags:\n");
     let tag_count = rng.range(2, 4) as usize;
+    // Distinct tags: a random start, then entries 5 apart (5 is coprime to 16).
     let first_tag = rng.below(TAGS.len() as u64) as usize;
-    let step = 1 + rng.below(TAGS.len() as u64 - 1) as usize;
-    let mut tags: Vec<usize> = Vec::with_capacity(tag_count);
-    let mut t = first_tag;
-    while tags.len() < tag_count {
-        if !tags.contains(&t) {
-            tags.push(t);
-        }
-        t = (t + step) % TAGS.len();
-    }
-    for t in tags {
-        let _ = writeln!(out, "  - {}", TAGS[t]);
+    for k in 0..tag_count {
+        let _ = writeln!(out, "  - {}", TAGS[(first_tag + k * 5) % TAGS.len()]);
     }
     let gen_from = days_from_civil(2026, 1, 1);
     let gen_to = days_from_civil(2026, 8, 1);

@@ -296,13 +296,14 @@ fn rss_mb(kib: u64) -> f64 {
 /// `check` may reject a run (returns the failure to report).
 fn measure_command(
     label: &str,
+    program: &str,
     runs: usize,
     mut make: impl FnMut() -> Command,
     keep_stdout: Option<&Path>,
     check: impl Fn(&RunResult) -> Option<Fail>,
 ) -> Result<(Vec<f64>, u64, Exit), Fail> {
     let warm = measure::run(&mut make(), keep_stdout.is_some())
-        .map_err(|e| Fail(format!("{label}: cannot run: {e}"), 2))?;
+        .map_err(|e| Fail(format!("{label}: cannot run {program}: {e}"), 2))?;
     if let Some(f) = check(&warm) {
         return Err(f);
     }
@@ -315,7 +316,7 @@ fn measure_command(
     let mut exit = warm.exit;
     for _ in 0..runs {
         let r = measure::run(&mut make(), false)
-            .map_err(|e| Fail(format!("{label}: cannot run: {e}"), 2))?;
+            .map_err(|e| Fail(format!("{label}: cannot run {program}: {e}"), 2))?;
         if let Some(f) = check(&r) {
             return Err(f);
         }
@@ -334,13 +335,18 @@ fn okfit_failure(cmdline: &str, r: &RunResult) -> Option<Fail> {
     if !failed {
         return None;
     }
+    let how = match r.exit {
+        Exit::Code(c) => format!("exited with code {c}"),
+        Exit::Signal(s) => format!("was killed by signal {s}"),
+    };
     let stderr = String::from_utf8_lossy(&r.stderr);
+    let stderr = stderr.trim_end();
     Some(Fail(
-        format!(
-            "`{cmdline}` failed (exit {}); its stderr:\n{}",
-            r.exit,
-            stderr.trim_end()
-        ),
+        if stderr.is_empty() {
+            format!("`{cmdline}` {how}; its stderr was empty")
+        } else {
+            format!("`{cmdline}` {how}; its stderr:\n{stderr}")
+        },
         1,
     ))
 }
@@ -449,8 +455,10 @@ fn results_json(args: &Args, bin: &str, rows: &[Row]) -> String {
     j
 }
 
-fn print_table(rows: &[Row]) {
-    println!(
+fn render_table(rows: &[Row]) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
         "{:<10} {:>8} {:>7} {:>7} {:>8} {:>4} {:>8} {:>8} {:>8} {:>8} {:>5}",
         "tool",
         "concepts",
@@ -465,7 +473,8 @@ fn print_table(rows: &[Row]) {
         "exit"
     );
     for r in rows {
-        println!(
+        let _ = writeln!(
+            t,
             "{:<10} {:>8} {:>7} {:>7} {:>8.1} {:>4} {:>8.3} {:>8.3} {:>8.3} {:>8.1} {:>5}",
             r.tool,
             r.concepts,
@@ -480,11 +489,19 @@ fn print_table(rows: &[Row]) {
             r.exit.to_string()
         );
     }
+    t
+}
+
+/// Writes to stdout, ignoring a closed pipe (e.g. `| head`).
+fn emit(text: &str) {
+    use std::io::Write as _;
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 fn real_main() -> Result<u8, Fail> {
     let Some(args) = parse_args()? else {
-        println!("{USAGE}");
+        emit(&format!("{USAGE}\n"));
         return Ok(0);
     };
     let root = workspace_root()?;
@@ -536,6 +553,7 @@ fn real_main() -> Result<u8, Fail> {
         let report = out_dir.join(format!("b{}.validate.json", b.params.concepts));
         let (walls, max_rss_kib, exit) = measure_command(
             "okfit",
+            &bin_str,
             args.runs,
             || {
                 let mut c = Command::new(&bin);
@@ -563,6 +581,7 @@ fn real_main() -> Result<u8, Fail> {
             eprintln!("okfit-bench: [{tool}] sh -c {}", shell_quote(&shell));
             let (walls, max_rss_kib, exit) = measure_command(
                 &tool,
+                "sh",
                 args.runs,
                 || {
                     let mut c = Command::new("sh");
@@ -582,18 +601,20 @@ fn real_main() -> Result<u8, Fail> {
         }
     }
 
-    print_table(&rows);
+    let mut report = render_table(&rows);
     for (i, p) in args.peers.iter().enumerate() {
-        println!("peer{} = {p}", i + 1);
+        let _ = writeln!(report, "peer{} = {p}", i + 1);
     }
     let met = target_met(&rows);
-    match met {
-        Some(ok) => println!(
+    let _ = match met {
+        Some(ok) => writeln!(
+            report,
             "target: {TARGET_CONCEPTS} concepts in <= {TARGET_WALL_S} s median wall and <= {TARGET_RSS_MB} MB peak RSS: {}",
             if ok { "MET" } else { "MISSED" }
         ),
-        None => println!("target: {TARGET_CONCEPTS}-concept size not measured"),
-    }
+        None => writeln!(report, "target: {TARGET_CONCEPTS}-concept size not measured"),
+    };
+    emit(&report);
     let results = out_dir.join("results.json");
     fs::write(&results, results_json(&args, &bin_str, &rows))
         .map_err(|e| Fail(format!("cannot write {}: {e}", results.display()), 2))?;

@@ -7,7 +7,8 @@ use crate::doc::{self, Concept, Document, Link, LinkSource, ParseOptions};
 use crate::paths::{dirname, glob_match, is_url, normalize, percent_decode};
 use crate::profile;
 use crate::text::Range;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::BTreeSet;
 
 /// What a link target turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -49,8 +50,6 @@ pub struct Bundle {
     pub docs: Vec<Document>,
     /// Non-Markdown files, sorted.
     pub assets: Vec<String>,
-    by_path: HashMap<String, Option<usize>>,
-    by_id: HashMap<String, usize>,
     dirs: HashSet<String>,
 }
 
@@ -78,31 +77,18 @@ impl Bundle {
     pub fn from_parts(mut docs: Vec<Document>, mut assets: Vec<String>) -> Bundle {
         docs.sort_by(|a, b| a.path.cmp(&b.path));
         assets.sort();
-        let mut by_path = HashMap::with_capacity(docs.len() + assets.len());
-        let mut by_id = HashMap::with_capacity(docs.len());
-        let mut dirs = HashSet::new();
-        for (i, d) in docs.iter().enumerate() {
-            by_path.insert(d.path.clone(), Some(i));
-            if let Some(c) = &d.concept {
-                by_id.insert(c.id.clone(), i);
-            }
-        }
-        for a in &assets {
-            by_path.insert(a.clone(), None);
-        }
-        for p in by_path.keys() {
+        let mut dirs = HashSet::default();
+        for p in docs
+            .iter()
+            .map(|d| d.path.as_str())
+            .chain(assets.iter().map(String::as_str))
+        {
             let mut d = dirname(p);
             while !d.is_empty() && dirs.insert(d.to_string()) {
                 d = dirname(d);
             }
         }
-        Bundle {
-            docs,
-            assets,
-            by_path,
-            by_id,
-            dirs,
-        }
+        Bundle { docs, assets, dirs }
     }
 
     /// Decoded concepts in path order.
@@ -114,13 +100,59 @@ impl Bundle {
 
     /// The concept with this path id.
     pub fn concept(&self, id: &str) -> Option<(&Document, &Concept)> {
-        let d = &self.docs[*self.by_id.get(id)?];
+        let d = self.doc(&format!("{id}.md"))?;
         d.concept.as_ref().map(|c| (d, c))
+    }
+
+    /// Paths of concepts whose body digest a check needs but that were
+    /// parsed without one (the targets of `Publication` renders).
+    pub fn digests_needed(&self) -> Vec<String> {
+        let mut out = vec![];
+        for (d, c) in self.concepts() {
+            let Some(p) = &c.publication else { continue };
+            for (path, _) in p.renders.iter().flatten() {
+                if let Resolution::Node {
+                    kind: NodeKind::Concept,
+                    id,
+                    ..
+                } = self.resolve(&d.path, path, None)
+                {
+                    if let Some((td, tc)) = self.concept(&id) {
+                        if tc.body_digest.is_none() && !out.contains(&td.path) {
+                            out.push(td.path.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Records a body digest computed outside the parse.
+    pub fn set_digest(&mut self, path: &str, digest: [u8; 32]) {
+        if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(path)) {
+            if let Some(c) = self.docs[i].concept.as_mut() {
+                c.body_digest = Some(digest);
+            }
+        }
+    }
+
+    /// The Markdown document at a bundle-relative path.
+    pub fn doc(&self, path: &str) -> Option<&Document> {
+        let i = self
+            .docs
+            .binary_search_by(|d| d.path.as_str().cmp(path))
+            .ok()?;
+        Some(&self.docs[i])
     }
 
     /// True when `path` is a walked file.
     pub fn has_file(&self, path: &str) -> bool {
-        self.by_path.contains_key(path)
+        self.doc(path).is_some()
+            || self
+                .assets
+                .binary_search_by(|a| a.as_str().cmp(path))
+                .is_ok()
     }
 
     /// True when `dir` (bundle-relative, `""` = root) holds any walked file.
@@ -137,12 +169,13 @@ impl Bundle {
         if cand.is_empty() || cand == "." {
             return None;
         }
-        if let Some(entry) = self.by_path.get(&cand) {
-            if let Some(i) = entry {
-                if let Some(c) = &self.docs[*i].concept {
-                    return Some((NodeKind::Concept, c.id.clone()));
-                }
+        if let Some(d) = self.doc(&cand) {
+            if let Some(c) = &d.concept {
+                return Some((NodeKind::Concept, c.id.clone()));
             }
+            return Some((NodeKind::File, cand));
+        }
+        if self.has_file(&cand) {
             return Some((NodeKind::File, cand));
         }
         let base = cand.rsplit('/').next().unwrap_or(&cand);
@@ -238,7 +271,7 @@ impl Bundle {
     /// met) and edges in link order.
     pub fn graph(&self) -> Graph {
         let mut g = Graph::default();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut index: HashMap<String, usize> = HashMap::default();
         for (_, c) in self.concepts() {
             index.insert(c.id.clone(), g.nodes.len());
             g.nodes.push((c.id.clone(), NodeKind::Concept));
@@ -653,7 +686,9 @@ fn check_publication(
             ),
             Some((_, t)) => match sha {
                 None => stale.push(format!("{} (never stamped)", t.id)),
-                Some(s) if *s != t.body_digest_hex() => stale.push(format!("{} (changed)", t.id)),
+                Some(s) if Some(s) != t.body_digest_hex().as_ref() => {
+                    stale.push(format!("{} (changed)", t.id))
+                }
                 Some(_) => {}
             },
         }

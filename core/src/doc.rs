@@ -115,8 +115,9 @@ pub struct Concept {
     pub stale_after: Option<Instant>,
     /// The whole frontmatter mapping, when asked for.
     pub frontmatter: Option<Map<String, Value>>,
-    /// SHA-256 of the normalised body (reference §8.1).
-    pub body_digest: [u8; 32],
+    /// SHA-256 of the normalised body (reference §8.1); computed when
+    /// [`ParseOptions::digests`] is set or a digest is recorded.
+    pub body_digest: Option<[u8; 32]>,
     /// A `Surface`'s `resource` glob and where it is written.
     pub surface_glob: Option<(String, Option<Range>)>,
     /// A `Publication`'s `surface` and `renders`.
@@ -162,9 +163,9 @@ impl Concept {
         }
     }
 
-    /// The body digest as lowercase hex.
-    pub fn body_digest_hex(&self) -> String {
-        hex(&self.body_digest)
+    /// The body digest as lowercase hex, when computed.
+    pub fn body_digest_hex(&self) -> Option<String> {
+        self.body_digest.as_ref().map(|d| hex(d))
     }
 }
 
@@ -193,6 +194,9 @@ pub struct ParseOptions<'a> {
     pub now: Option<Instant>,
     /// Keep the whole frontmatter mapping on the concept.
     pub keep_frontmatter: bool,
+    /// Compute every concept's body digest (otherwise only where one is
+    /// recorded; see [`crate::bundle::Bundle::digests_needed`]).
+    pub digests: bool,
 }
 
 /// True when `path`'s file name is a reserved name (`index.md`, `log.md`).
@@ -239,14 +243,19 @@ pub fn body_digest(body: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The body digest of a whole file's text (after its frontmatter), hex.
-pub fn file_body_digest(text: &str) -> String {
+/// The body digest of a whole file's text (the body follows its frontmatter).
+pub fn file_digest(text: &str) -> [u8; 32] {
     let body = match frontmatter::split(text) {
         Split::Present(b) => &text[b.body_start..],
         Split::Absent { body_start } => &text[body_start..],
         Split::Unclosed { .. } => text,
     };
-    hex(&body_digest(body))
+    body_digest(body)
+}
+
+/// [`file_digest`] as lowercase hex.
+pub fn file_body_digest(text: &str) -> String {
+    hex(&file_digest(text))
 }
 
 struct Ctx<'a> {
@@ -544,7 +553,9 @@ fn check_index(cx: &mut Ctx, body: &str, base: usize) {
     let mut section: Option<String> = None;
     for (block, span) in markdown::blocks(body) {
         match block {
-            Block::Heading(1, text) => section = Some(text),
+            Block::Heading(level, text) => {
+                section = Some(format!("{} {text}", "#".repeat(level as usize)))
+            }
             _ if section.is_none() => {}
             Block::List(items) => {
                 for it in items {
@@ -554,17 +565,12 @@ fn check_index(cx: &mut Ctx, body: &str, base: usize) {
                     }
                 }
             }
-            other => {
-                let found = match other {
-                    Block::Heading(..) => "heading",
-                    Block::Other(n) => n,
-                    Block::List(_) => "list",
-                };
+            Block::Other(found) => {
                 let r = cx.range(base + span.start, base + span.end);
                 let heading = section.clone().unwrap_or_default();
                 cx.conformance(
                     "index-malformed",
-                    format!("expected a list under \"# {heading}\", found {found}"),
+                    format!("expected a list under \"{heading}\", found {found}"),
                     r,
                 );
             }
@@ -1252,10 +1258,11 @@ fn decode_concept(
             }
         }
     }
-    let digest = body_digest(body);
-    if let Some(g) = &generated {
-        if let Some(rec) = &g.body_sha256 {
-            let now_hex = hex(&digest);
+    let recorded = generated.as_ref().and_then(|g| g.body_sha256.as_ref());
+    let digest = (opts.digests || recorded.is_some()).then(|| body_digest(body));
+    if let (Some(rec), Some(d)) = (recorded, &digest) {
+        {
+            let now_hex = hex(d);
             if *rec != now_hex {
                 let yaml = &cx.text[yaml_start..yaml_end];
                 let r = match yaml

@@ -50,7 +50,7 @@ pub fn split(text: &str) -> Split {
     }
     let yaml_start = first.2;
     for (s, e, t) in it {
-        if is_fence(&rest[s..e]) {
+        if rest.as_bytes()[s] == b'-' && is_fence(&rest[s..e]) {
             return Split::Present(Block {
                 open: base,
                 yaml_start: base + yaml_start,

@@ -3,7 +3,7 @@
 //! `index.md` and `log.md` rules read.
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 fn options() -> Options {
@@ -310,47 +310,43 @@ fn block_name(t: &Tag) -> &'static str {
 pub fn footnote_tokens(body: &str, code: &[Range<usize>]) -> Vec<(String, Range<usize>)> {
     let b = body.as_bytes();
     let mut out = vec![];
-    let mut i = 0;
     let mut ci = 0;
-    while i + 3 < b.len() + 1 {
-        if b[i] == b'[' && b.get(i + 1) == Some(&b'^') {
-            let start = i;
-            let mut j = i + 2;
-            while j < b.len() && b[j] != b']' && !b[j].is_ascii_whitespace() && b[j] != b'[' {
-                j += 1;
-            }
-            if j < b.len() && b[j] == b']' && j > i + 2 {
-                while ci < code.len() && code[ci].end <= start {
-                    ci += 1;
-                }
-                let in_code = ci < code.len() && code[ci].start <= start;
-                if !in_code {
-                    out.push((body[i + 2..j].to_string(), start..j + 1));
-                }
-                i = j + 1;
-                continue;
-            }
+    for start in memchr::memmem::find_iter(b, b"[^") {
+        let mut j = start + 2;
+        while j < b.len() && b[j] != b']' && !b[j].is_ascii_whitespace() && b[j] != b'[' {
+            j += 1;
         }
-        i += 1;
+        if j >= b.len() || b[j] != b']' || j == start + 2 {
+            continue;
+        }
+        while ci < code.len() && code[ci].end <= start {
+            ci += 1;
+        }
+        if ci < code.len() && code[ci].start <= start {
+            continue;
+        }
+        out.push((body[start + 2..j].to_string(), start..j + 1));
     }
     out
 }
 
-/// Labels with a line-start `[^label]:` definition.
+/// Labels with a line-start `[^label]:` definition (up to three spaces of indent).
 pub fn footnote_definitions(body: &str) -> Vec<String> {
+    let b = body.as_bytes();
     let mut out = vec![];
-    for (s, e, _) in crate::text::lines(body) {
-        let line = &body[s..e];
-        let l = line.trim_start_matches(' ');
-        if line.len() - l.len() > 3 {
+    for start in memchr::memmem::find_iter(b, b"[^") {
+        let line_start = b[..start]
+            .iter()
+            .rposition(|&c| c == b'\n' || c == b'\r')
+            .map_or(0, |p| p + 1);
+        if start - line_start > 3 || b[line_start..start].iter().any(|&c| c != b' ') {
             continue;
         }
-        if let Some(rest) = l.strip_prefix("[^") {
-            if let Some(close) = rest.find("]:") {
-                let label = &rest[..close];
-                if !label.is_empty() && !label.contains(char::is_whitespace) {
-                    out.push(label.to_string());
-                }
+        let rest = &body[start + 2..];
+        if let Some(close) = rest.find("]:") {
+            let label = &rest[..close];
+            if !label.is_empty() && !label.contains(char::is_whitespace) && !label.contains('[') {
+                out.push(label.to_string());
             }
         }
     }

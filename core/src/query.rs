@@ -80,7 +80,7 @@ pub fn list(b: &Bundle, f: &ListFilter, offset: usize, limit: usize) -> (Vec<Sum
         .filter(|(_, c)| {
             f.statuses.is_empty() || f.statuses.iter().any(|s| s == c.status_or_stable())
         })
-        .filter(|(_, c)| f.verified.is_none_or(|v| v == !c.verified.is_empty()))
+        .filter(|(_, c)| f.verified.is_none_or(|v| v != c.verified.is_empty()))
         .map(|(d, c)| summary(d, c))
         .collect();
     all.sort_by(|a, b| a.id.cmp(&b.id));

@@ -30,28 +30,27 @@ impl<'a> Positions<'a> {
     pub fn new(text: &'a str) -> Self {
         let ascii = text.is_ascii();
         let bytes = text.as_bytes();
-        let mut lines = vec![(0u32, 0u32)];
+        let mut lines = Vec::with_capacity(bytes.len() / 40 + 1);
+        lines.push((0u32, 0u32));
+        let mut prev_end = 0usize;
         let mut u16pos: u32 = 0;
-        let mut i = 0usize;
-        let mut seg_start = 0usize;
-        while i < bytes.len() {
-            let b = bytes[i];
-            if b == b'\n' || b == b'\r' {
-                let mut end = i + 1;
-                if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                    end = i + 2;
-                }
-                if !ascii {
-                    u16pos += utf16_len(&text[seg_start..end]);
-                } else {
-                    u16pos = end as u32;
-                }
-                lines.push((end as u32, u16pos));
-                seg_start = end;
-                i = end;
-            } else {
-                i += 1;
+        let mut skip_lf_at = usize::MAX;
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            if i == skip_lf_at {
+                continue;
             }
+            let mut end = i + 1;
+            if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+                end = i + 2;
+                skip_lf_at = i + 1;
+            }
+            u16pos = if ascii {
+                end as u32
+            } else {
+                u16pos + utf16_len(&text[prev_end..end])
+            };
+            lines.push((end as u32, u16pos));
+            prev_end = end;
         }
         Positions { text, ascii, lines }
     }
@@ -109,10 +108,7 @@ pub fn lines(text: &str) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
             return None;
         }
         let start = pos;
-        let mut i = pos;
-        while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
-            i += 1;
-        }
+        let mut i = memchr::memchr2(b'\n', b'\r', &bytes[pos..]).map_or(bytes.len(), |x| pos + x);
         let content_end = i;
         if i < bytes.len() {
             if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {

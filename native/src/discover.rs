@@ -78,9 +78,8 @@ pub fn find(start: &Path) -> (Option<PathBuf>, Resolver) {
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     let mut xdg: Vec<PathBuf> = vec![];
-    match std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => xdg.push(PathBuf::from(x)),
-        None => {}
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        xdg.push(PathBuf::from(x));
     }
     if let Some(dirs) = std::env::var_os("XDG_CONFIG_DIRS") {
         for d in std::env::split_paths(&dirs) {

@@ -18,8 +18,6 @@ pub struct Candidate {
     pub path: String,
     /// Recorded `generated.at`.
     pub at: Option<Instant>,
-    /// Digest of the body on disk now.
-    pub digest: String,
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
@@ -169,7 +167,10 @@ pub fn drift(
         }
         if changed.contains(&rp) {
             let head_digest = blobs.get("HEAD", &rp).map(|t| file_body_digest(&t));
-            if head_digest.as_deref() != Some(c.digest.as_str()) {
+            let now_digest = std::fs::read(bundle_root.join(&c.path))
+                .ok()
+                .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
+            if head_digest.is_none() || head_digest != now_digest {
                 continue; // dirty body
             }
         }

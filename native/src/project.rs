@@ -37,6 +37,7 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
         config: cfg,
         now: opts.now,
         keep_frontmatter: opts.keep_frontmatter,
+        digests: false,
     };
     // Overlay paths are checked against the directories on disk.
     let overlay = if opts.documents.is_empty() {
@@ -87,14 +88,28 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
             })
         })
         .collect();
-    let bundle = Bundle::from_parts(docs, assets.into_iter().map(|(p, _)| p).collect());
+    let mut bundle = Bundle::from_parts(docs, assets.into_iter().map(|(p, _)| p).collect());
+    for path in bundle.digests_needed() {
+        let text = match overlay.iter().find(|(p, _)| *p == path) {
+            Some((_, t)) => t.to_string(),
+            None => {
+                let bytes = std::fs::read(root.join(&path)).map_err(|e| Error::FileUnreadable {
+                    rel: path.clone(),
+                    root: root.clone(),
+                    source: e,
+                })?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        bundle.set_digest(&path, doc::file_digest(&text));
+    }
     Ok(Loaded { bundle, extra })
 }
 
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`
 /// unless `skip_provenance`.
-pub fn validate(project: &Project, loaded: Loaded, skip_provenance: bool) -> Report {
-    let mut extra = loaded.extra;
+pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Report {
+    let mut extra = loaded.extra.clone();
     if let (false, Some(sev)) = (
         skip_provenance,
         project.config.severity("generated-at-drift"),
@@ -108,7 +123,6 @@ pub fn validate(project: &Project, loaded: Loaded, skip_provenance: bool) -> Rep
                     crate::git::Candidate {
                         path: d.path.clone(),
                         at: g.at,
-                        digest: c.body_digest_hex(),
                     }
                 })
             })

@@ -1,5 +1,6 @@
 //! `okfit-gen`: writes a deterministic synthetic OKF project (okfit.toml + okf/ bundle).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -86,7 +87,8 @@ fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(Some(a)) => a,
         Ok(None) => {
-            println!("{USAGE}");
+            // Ignore a closed stdout (e.g. `| head`).
+            let _ = writeln!(std::io::stdout(), "{USAGE}");
             return ExitCode::SUCCESS;
         }
         Err(e) => {
