@@ -9,6 +9,8 @@ say() { printf '==> %s\n' "$*" >&2; }
 if command -v rustup >/dev/null 2>&1; then
   say "rust components (rustfmt, clippy)"
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
+  say "rust target wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown >/dev/null
 fi
 
 say "cargo fmt --check"
@@ -16,6 +18,9 @@ cargo fmt --all -- --check
 
 say "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+say "okfit-core builds for wasm32 (no I/O, no threads)"
+cargo build -p okfit-core --target wasm32-unknown-unknown --locked
 
 say "cargo test"
 cargo test --workspace --locked

@@ -4,7 +4,9 @@
 use crate::config::Config;
 use crate::diag::{self, Diagnostic, Summary, Tier};
 use crate::doc::{self, Concept, Document, Link, LinkSource, ParseOptions};
-use crate::paths::{dirname, glob_match, is_url, normalize, percent_decode};
+use crate::paths::{
+    dirname, glob_match, is_url, normalize, normalize_cow, percent_decode, percent_decode_cow,
+};
 use crate::profile;
 use crate::text::Range;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -161,28 +163,37 @@ impl Bundle {
     }
 
     fn lookup(&self, candidate: &str) -> Option<(NodeKind, String)> {
-        let cand = if candidate.ends_with('/') {
-            format!("{candidate}index.md")
-        } else {
-            candidate.to_string()
-        };
-        if cand.is_empty() || cand == "." {
+        if candidate.ends_with('/') {
+            return self.lookup_exact(&format!("{candidate}index.md"));
+        }
+        if candidate.is_empty() || candidate == "." {
             return None;
         }
-        if let Some(d) = self.doc(&cand) {
-            if let Some(c) = &d.concept {
-                return Some((NodeKind::Concept, c.id.clone()));
-            }
-            return Some((NodeKind::File, cand));
+        if let Some(hit) = self.lookup_exact(candidate) {
+            return Some(hit);
         }
-        if self.has_file(&cand) {
-            return Some((NodeKind::File, cand));
-        }
-        let base = cand.rsplit('/').next().unwrap_or(&cand);
+        let base = candidate.rsplit('/').next().unwrap_or(candidate);
         if !base.contains('.') {
-            return self.lookup(&format!("{cand}.md"));
+            return self.lookup_exact(&format!("{candidate}.md"));
         }
         None
+    }
+
+    fn lookup_exact(&self, cand: &str) -> Option<(NodeKind, String)> {
+        if let Some(d) = self.doc(cand) {
+            return Some(match &d.concept {
+                Some(c) => (NodeKind::Concept, c.id.clone()),
+                None => (NodeKind::File, cand.to_string()),
+            });
+        }
+        self.has_asset(cand)
+            .then(|| (NodeKind::File, cand.to_string()))
+    }
+
+    fn has_asset(&self, path: &str) -> bool {
+        self.assets
+            .binary_search_by(|a| a.as_str().cmp(path))
+            .is_ok()
     }
 
     fn missing_id(candidate: &str) -> String {
@@ -208,7 +219,7 @@ impl Bundle {
             None => (t, None),
         };
         let path_part = path_part.split('?').next().unwrap_or("");
-        let decoded = percent_decode(path_part);
+        let decoded = percent_decode_cow(path_part);
         if decoded.is_empty() {
             return Resolution::SelfLink(fragment);
         }
@@ -220,7 +231,7 @@ impl Bundle {
         let res = if let Some(stripped) = decoded.strip_prefix('/') {
             let rel = stripped.trim_start_matches('/');
             let rel = if rel.is_empty() { "index.md" } else { rel };
-            match normalize(rel) {
+            match normalize_cow(rel) {
                 None => Resolution::External,
                 Some(c) => match self.lookup(&c) {
                     Some((k, id)) => node(k, id),
@@ -228,18 +239,19 @@ impl Bundle {
                 },
             }
         } else {
-            let joined = if dirname(from).is_empty() {
-                decoded.clone()
+            let dir = dirname(from);
+            let joined = if dir.is_empty() {
+                normalize_cow(&decoded).map(|c| c.into_owned())
             } else {
-                format!("{}/{}", dirname(from), decoded)
+                normalize(&format!("{dir}/{decoded}"))
             };
-            match normalize(&joined) {
+            match joined {
                 None => Resolution::External,
                 Some(c) => {
                     if let Some((k, id)) = self.lookup(&c) {
                         node(k, id)
                     } else if !decoded.starts_with("./") && !decoded.starts_with("../") {
-                        match normalize(&decoded) {
+                        match normalize_cow(&decoded) {
                             None => Resolution::External,
                             Some(r) => match self.lookup(&r) {
                                 Some((k, id)) => node(k, id),

@@ -216,10 +216,26 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// JavaScript's `\s` class, which the recorded digests were computed with
+/// (it differs from Unicode White_Space at U+0085 and U+FEFF).
+fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
 /// The body digest of reference §8.1: line endings normalised to `\n`,
 /// trailing whitespace removed, SHA-256.
 pub fn body_digest(body: &str) -> [u8; 32] {
-    let trimmed = body.trim_end();
+    let trimmed = body.trim_end_matches(is_js_space);
     let mut h = Sha256::new();
     if !trimmed.contains('\r') {
         h.update(trimmed.as_bytes());
@@ -439,6 +455,11 @@ fn yaml_message(e: &serde_saphyr::Error) -> String {
     let msg = match first.split_once(": ") {
         Some((loc, rest)) if loc.starts_with("line ") => rest,
         _ => first,
+    };
+    // The range says where; the text need not repeat it.
+    let msg = match msg.rfind(" at line ") {
+        Some(i) if msg[i + 9..].contains(", column ") => &msg[..i],
+        _ => msg,
     };
     let msg = msg
         .strip_suffix(", set DuplicateKeyPolicy in Options if acceptable")

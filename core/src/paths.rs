@@ -2,6 +2,19 @@
 //! percent-decoding used by link resolution.
 
 /// Normalises `.` and `..` segments and repeated slashes. `None` when the
+/// path climbs above the root. Borrows when there is nothing to change.
+pub fn normalize_cow(path: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let clean = !path.starts_with('/')
+        && !path.contains("//")
+        && path.split('/').all(|seg| seg != "." && seg != "..");
+    if clean {
+        Some(std::borrow::Cow::Borrowed(path))
+    } else {
+        normalize(path).map(std::borrow::Cow::Owned)
+    }
+}
+
+/// Normalises `.` and `..` segments and repeated slashes. `None` when the
 /// path climbs above the root.
 pub fn normalize(path: &str) -> Option<String> {
     let mut out: Vec<&str> = vec![];
@@ -45,12 +58,17 @@ pub fn is_url(s: &str) -> bool {
 
 /// Percent-decodes; on invalid UTF-8 the input is returned unchanged.
 pub fn percent_decode(s: &str) -> String {
+    percent_decode_cow(s).into_owned()
+}
+
+/// [`percent_decode`], borrowing when there is nothing to decode.
+pub fn percent_decode_cow(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.contains('%') {
-        return s.to_string();
+        return std::borrow::Cow::Borrowed(s);
     }
     match percent_encoding::percent_decode_str(s).decode_utf8() {
-        Ok(c) => c.into_owned(),
-        Err(_) => s.to_string(),
+        Ok(c) => c,
+        Err(_) => std::borrow::Cow::Borrowed(s),
     }
 }
 

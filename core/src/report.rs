@@ -220,7 +220,6 @@ pub fn sarif(report: &Report, meta: &Meta) -> serde_json::Value {
                 "name": "okfit",
                 "version": meta.okfit_version,
                 "semanticVersion": meta.okfit_version,
-                "informationUri": "https://github.com/okfit/okfit",
                 "rules": rules,
             }},
             "originalUriBaseIds": { "BUNDLE_ROOT": { "uri": file_uri(&meta.root) } },

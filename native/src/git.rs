@@ -1,7 +1,7 @@
 //! The git tier of `generated-at-drift`: for concepts that record
 //! `generated` but no `body_sha256`, derive when the body last changed
 //! from git history and compare it with `generated.at`. Read-only: it runs
-//! `git rev-parse`, `git ls-files`, `git diff`, `git log` and one
+//! `git rev-parse`, `git ls-tree`, `git diff`, `git log` and one
 //! `git cat-file --batch`.
 
 use okfit_core::diag::{Diagnostic, Tier};
@@ -92,15 +92,16 @@ pub fn drift(
     if candidates.is_empty() {
         return vec![];
     }
-    let Some(top) = git(bundle_root, &["rev-parse", "--show-toplevel"]) else {
+    // One call answers "is this a repository" and "has it a commit";
+    // either "no" means there is nothing committed to compare with.
+    let Some(head) = git(bundle_root, &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"]) else {
+        return vec![];
+    };
+    let Some(top) = head.lines().next() else {
         return vec![];
     };
     let top = Path::new(top.trim()).to_path_buf();
-    if git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).is_none() {
-        return vec![]; // unborn: everything is uncommitted
-    }
-    let canon_root =
-        std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
+    let canon_root = std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
     let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
     let Ok(prefix) = canon_root.strip_prefix(&canon_top) else {
         return vec![];
@@ -113,19 +114,15 @@ pub fn drift(
             format!("{prefix}/{rel}")
         }
     };
-    let scope = if prefix.is_empty() {
-        ".".to_string()
-    } else {
-        prefix.clone()
-    };
-    let tracked: HashSet<String> = git(
-        &top,
-        &["ls-tree", "-r", "--name-only", "HEAD", "--", &scope],
-    )
-    .unwrap_or_default()
-    .lines()
-    .map(str::to_string)
-    .collect();
+    let scope = if prefix.is_empty() { ".".to_string() } else { prefix.clone() };
+    let tracked: HashSet<String> = git(&top, &["ls-tree", "-r", "--name-only", "HEAD", "--", &scope])
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    if !candidates.iter().any(|c| tracked.contains(&repo_path(&c.path))) {
+        return vec![]; // nothing committed to compare with
+    }
     let changed: HashSet<String> = git(&top, &["diff", "--name-only", "HEAD", "--", &scope])
         .unwrap_or_default()
         .lines()
