@@ -23,4 +23,11 @@ say "okfit-core builds for wasm32 (no I/O, no threads)"
 cargo build -p okfit-core --target wasm32-unknown-unknown --locked
 
 say "cargo test"
-cargo test --workspace --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+# One closing line over every test binary: "<passed> passed, <failed> failed".
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

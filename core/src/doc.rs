@@ -580,7 +580,7 @@ fn check_index(cx: &mut Ctx, body: &str, base: usize) {
             _ if section.is_none() => {}
             Block::List(items) => {
                 for it in items {
-                    if !matches!(it.start, ItemStart::Text { link: Some(_) }) {
+                    if !matches!(it.start, ItemStart::Text { link: Some(_), .. }) {
                         let r = cx.range(base + it.span.start, base + it.span.end);
                         cx.conformance("index-malformed", "index entry has no link".into(), r);
                     }

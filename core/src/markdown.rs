@@ -123,8 +123,10 @@ pub fn slug_base(text: &str) -> String {
 pub enum ItemStart {
     /// Inline text (a paragraph, tight or loose); the first link in it.
     Text {
-        /// The first inline link: (destination, link text).
+        /// The first inline link: (destination, link text, end offset).
         link: Option<(String, String)>,
+        /// Byte offset just past the first link, when there is one.
+        link_end: usize,
     },
     /// Anything else (a nested list, code, nothing).
     Other,
@@ -160,6 +162,7 @@ pub fn blocks(body: &str) -> Vec<(Block, Range<usize>)> {
     let mut in_first_para = false;
     let mut link: Option<(String, String)> = None;
     let mut link_text: Option<String> = None;
+    let mut link_end = 0usize;
     let mut heading_text = String::new();
     for (ev, range) in Parser::new_ext(body, options()).into_offset_iter() {
         match &ev {
@@ -179,16 +182,23 @@ pub fn blocks(body: &str) -> Vec<(Block, Range<usize>)> {
                         item = Some((range.clone(), None));
                         in_first_para = false;
                         link = None;
+                        link_end = 0;
                     }
                 } else if depth == 2 {
                     if let Some((_, st @ None)) = item.as_mut() {
                         match tag {
                             Tag::Paragraph => {
-                                *st = Some(ItemStart::Text { link: None });
+                                *st = Some(ItemStart::Text {
+                                    link: None,
+                                    link_end: 0,
+                                });
                                 in_first_para = true;
                             }
                             t if is_inline(t) => {
-                                *st = Some(ItemStart::Text { link: None });
+                                *st = Some(ItemStart::Text {
+                                    link: None,
+                                    link_end: 0,
+                                });
                                 in_first_para = true;
                             }
                             _ => *st = Some(ItemStart::Other),
@@ -200,6 +210,7 @@ pub fn blocks(body: &str) -> Vec<(Block, Range<usize>)> {
                         if link.is_none() && link_text.is_none() {
                             link = Some((dest_url.to_string(), String::new()));
                             link_text = Some(String::new());
+                            link_end = range.end;
                         }
                     }
                 }
@@ -220,7 +231,10 @@ pub fn blocks(body: &str) -> Vec<(Block, Range<usize>)> {
                 if depth == 1 && matches!(tag_end, TagEnd::Item) {
                     if let Some((span, st)) = item.take() {
                         let start = match st {
-                            Some(ItemStart::Text { .. }) => ItemStart::Text { link: link.take() },
+                            Some(ItemStart::Text { .. }) => ItemStart::Text {
+                                link: link.take(),
+                                link_end,
+                            },
                             _ => ItemStart::Other,
                         };
                         if let Some((Block::List(items), _)) = cur.as_mut() {
@@ -271,7 +285,10 @@ fn inline_first(
 ) {
     if depth == 2 {
         if let Some((_, st @ None)) = item.as_mut() {
-            *st = Some(ItemStart::Text { link: None });
+            *st = Some(ItemStart::Text {
+                link: None,
+                link_end: 0,
+            });
             *in_first_para = true;
         }
     }
@@ -303,6 +320,123 @@ fn block_name(t: &Tag) -> &'static str {
         Tag::MetadataBlock(_) => "yaml",
         _ => "block",
     }
+}
+
+/// One entry of an `index.md`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IndexEntry {
+    /// The heading of the section it is listed under.
+    pub section: String,
+    /// The link text.
+    pub title: String,
+    /// The link destination as written.
+    pub target: String,
+    /// Text after the link, with one leading `-`, `–`, `—` or `:` removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One dated group of a `log.md`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LogGroup {
+    /// The `YYYY-MM-DD` heading.
+    pub date: String,
+    /// Each item's first paragraph, as written.
+    pub items: Vec<String>,
+}
+
+/// The first paragraph of a list item's source, marker removed.
+fn item_text(body: &str, span: &Range<usize>, from: Option<usize>) -> String {
+    let src = &body[span.start..span.end];
+    let src = match from {
+        Some(f) if f >= span.start && f <= span.end => &body[f..span.end],
+        _ => src
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim_start_matches(['*', '-', '+', '.', ')'])
+            .trim_start(),
+    };
+    let mut out = String::new();
+    for line in src.lines() {
+        let t = line.trim();
+        if t.is_empty()
+            || t.starts_with(['*', '-', '+'])
+                && t.len() > 1
+                && t.as_bytes()[1] == b' '
+                && !out.is_empty()
+        {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
+/// The entries of an `index.md` body, section by section.
+pub fn index_entries(body: &str) -> Vec<IndexEntry> {
+    let mut out = vec![];
+    let mut section = String::new();
+    for (block, _) in blocks(body) {
+        match block {
+            Block::Heading(_, t) => section = t,
+            Block::List(items) => {
+                for it in items {
+                    if let ItemStart::Text {
+                        link: Some((target, title)),
+                        link_end,
+                    } = &it.start
+                    {
+                        let rest = item_text(body, &it.span, Some(*link_end));
+                        let rest = rest.trim_start();
+                        let rest = rest
+                            .strip_prefix(['-', '–', '—', ':'])
+                            .map_or(rest, str::trim_start);
+                        out.push(IndexEntry {
+                            section: section.clone(),
+                            title: title.clone(),
+                            target: target.clone(),
+                            description: (!rest.is_empty()).then(|| rest.to_string()),
+                        });
+                    }
+                }
+            }
+            Block::Other(_) => {}
+        }
+    }
+    out
+}
+
+/// The dated groups of a `log.md` body (valid `YYYY-MM-DD` headings only).
+pub fn log_groups(body: &str) -> Vec<LogGroup> {
+    let mut out: Vec<LogGroup> = vec![];
+    let mut current: Option<usize> = None;
+    for (block, _) in blocks(body) {
+        match block {
+            Block::Heading(2, t) => {
+                current = crate::time::is_date_shape(&t).then(|| {
+                    out.push(LogGroup {
+                        date: t,
+                        items: vec![],
+                    });
+                    out.len() - 1
+                });
+            }
+            Block::List(items) => {
+                if let Some(g) = current {
+                    for it in items {
+                        if matches!(it.start, ItemStart::Text { .. }) {
+                            out[g].items.push(item_text(body, &it.span, None));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Every `[^label]` token outside code, with its byte span; first occurrence
@@ -382,6 +516,26 @@ mod tests {
     }
 
     #[test]
+    fn index_and_log_models() {
+        let idx = "# Tables\n\n* [Orders](orders.md) - All orders.\n* [Bare](b.md)\n\n# Subdirectories\n\n- [x](x/index.md): The x folder\n";
+        let e = index_entries(idx);
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0].section, "Tables");
+        assert_eq!(e[0].title, "Orders");
+        assert_eq!(e[0].target, "orders.md");
+        assert_eq!(e[0].description.as_deref(), Some("All orders."));
+        assert_eq!(e[1].description, None);
+        assert_eq!(e[2].section, "Subdirectories");
+        assert_eq!(e[2].description.as_deref(), Some("The x folder"));
+        let log = "# Log\n\n## 2026-05-22\n* **Update**: Added [x](/x.md).\n* second\n\n## not a date\n* skipped\n\n## 2026-05-15\n- one\n";
+        let g = log_groups(log);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].date, "2026-05-22");
+        assert_eq!(g[0].items, vec!["**Update**: Added [x](/x.md).", "second"]);
+        assert_eq!(g[1].items, vec!["one"]);
+    }
+
+    #[test]
     fn top_level_blocks() {
         let body = "# Tables\n\n* [Orders](orders.md) - All orders.\n* plain\n*\n  ```\n  x\n  ```\n\nText\n\n## 2026-01-01\n\n- loose\n\n- [x](y.md)\n";
         let b = blocks(body);
@@ -389,24 +543,26 @@ mod tests {
         let Block::List(items) = &b[1].0 else {
             panic!("{b:?}")
         };
+        assert!(matches!(
+            &items[0].start,
+            ItemStart::Text { link: Some((d, t)), .. } if d == "orders.md" && t == "Orders"
+        ));
         assert_eq!(
-            items[0].start,
+            items[1].start,
             ItemStart::Text {
-                link: Some(("orders.md".into(), "Orders".into()))
+                link: None,
+                link_end: 0
             }
         );
-        assert_eq!(items[1].start, ItemStart::Text { link: None });
         assert_eq!(items[2].start, ItemStart::Other);
         assert_eq!(b[2].0, Block::Other("paragraph"));
         assert_eq!(b[3].0, Block::Heading(2, "2026-01-01".into()));
         let Block::List(items) = &b[4].0 else {
             panic!()
         };
-        assert_eq!(
-            items[1].start,
-            ItemStart::Text {
-                link: Some(("y.md".into(), "x".into()))
-            }
-        );
+        assert!(matches!(
+            &items[1].start,
+            ItemStart::Text { link: Some((d, t)), .. } if d == "y.md" && t == "x"
+        ));
     }
 }

@@ -75,14 +75,15 @@ pub fn to_value(report: &Report, meta: &Meta) -> serde_json::Value {
     serde_json::to_value(envelope(report, meta)).unwrap_or(serde_json::Value::Null)
 }
 
-/// The JSON error envelope for an infrastructure failure (exit 3).
-pub fn error_json(okfit_version: &str, tag: &str, message: &str) -> String {
+/// The JSON error envelope for a run that could not report (exit 3 for
+/// infrastructure failures, 64 for usage errors).
+pub fn error_json(okfit_version: &str, exit_code: i32, tag: &str, message: &str) -> String {
     serde_json::json!({
         "schema": 1,
         "okfit_version": okfit_version,
         "engine_version": ENGINE_VERSION,
         "distribution": null,
-        "exit_code": 3,
+        "exit_code": exit_code,
         "error": { "tag": tag, "message": message },
     })
     .to_string()

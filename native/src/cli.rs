@@ -184,10 +184,7 @@ where
                     0
                 }
                 _ => {
-                    let text = e.render().to_string();
-                    let first = text.lines().next().unwrap_or("invalid arguments");
-                    let first = first.strip_prefix("error: ").unwrap_or(first);
-                    eprintln!("error: {first} (see okfit --help)");
+                    eprintln!("error: {} (see okfit --help)", usage_line(&e));
                     64
                 }
             };
@@ -219,7 +216,7 @@ where
             if json_errors {
                 println!(
                     "{}",
-                    report::error_json(crate::VERSION, e.tag(), &e.to_string())
+                    report::error_json(crate::VERSION, e.exit_code(), e.tag(), &e.to_string())
                 );
             }
             eprintln!("error: {e}");
@@ -240,6 +237,40 @@ fn dispatch(command: Command) -> Result<i32, Error> {
             QueryCommand::Neighbors(a) => query_neighbors(a),
         },
     }
+}
+
+/// One line for a command-line error: clap's message with its indented
+/// continuation (the missing arguments) folded in, or the subcommands a
+/// command needs.
+fn usage_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let names: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| *n != "help")
+            .collect();
+        return format!("a subcommand is required: {}", names.join(", "));
+    }
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut msg = first
+        .strip_prefix("error: ")
+        .unwrap_or(first)
+        .trim_end()
+        .to_string();
+    for l in lines.take_while(|l| l.starts_with("  ")) {
+        if msg.ends_with(':') {
+            msg.push(' ');
+        } else {
+            msg.push_str(", ");
+        }
+        msg.push_str(l.trim());
+    }
+    msg
 }
 
 /// Resolves `now`: the flag, else `OKFIT_NOW`, else the wall clock.

@@ -94,14 +94,18 @@ pub fn drift(
     }
     // One call answers "is this a repository" and "has it a commit";
     // either "no" means there is nothing committed to compare with.
-    let Some(head) = git(bundle_root, &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"]) else {
+    let Some(head) = git(
+        bundle_root,
+        &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
+    ) else {
         return vec![];
     };
     let Some(top) = head.lines().next() else {
         return vec![];
     };
     let top = Path::new(top.trim()).to_path_buf();
-    let canon_root = std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
+    let canon_root =
+        std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
     let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
     let Ok(prefix) = canon_root.strip_prefix(&canon_top) else {
         return vec![];
@@ -114,13 +118,23 @@ pub fn drift(
             format!("{prefix}/{rel}")
         }
     };
-    let scope = if prefix.is_empty() { ".".to_string() } else { prefix.clone() };
-    let tracked: HashSet<String> = git(&top, &["ls-tree", "-r", "--name-only", "HEAD", "--", &scope])
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    if !candidates.iter().any(|c| tracked.contains(&repo_path(&c.path))) {
+    let scope = if prefix.is_empty() {
+        ".".to_string()
+    } else {
+        prefix.clone()
+    };
+    let tracked: HashSet<String> = git(
+        &top,
+        &["ls-tree", "-r", "--name-only", "HEAD", "--", &scope],
+    )
+    .unwrap_or_default()
+    .lines()
+    .map(str::to_string)
+    .collect();
+    if !candidates
+        .iter()
+        .any(|c| tracked.contains(&repo_path(&c.path)))
+    {
         return vec![]; // nothing committed to compare with
     }
     let changed: HashSet<String> = git(&top, &["diff", "--name-only", "HEAD", "--", &scope])

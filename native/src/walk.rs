@@ -1,8 +1,8 @@
 //! The bundle walk: every file under the root, skipping dot-entries,
-//! `node_modules` and `.git`, never following a symlink out of the root.
+//! `node_modules` and `.git`; symlinked files are followed only inside the
+//! root and symlinked directories never, so the walk cannot loop or escape.
 
 use crate::error::Error;
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// How deep below the root the walk goes before it fails.
@@ -32,8 +32,6 @@ pub fn walk(root: &Path) -> Result<Walked, Error> {
     let canon_root =
         std::fs::canonicalize(root).map_err(|e| Error::BundleUnreadable(root.to_path_buf(), e))?;
     let mut out = Walked::default();
-    let mut visited: HashSet<PathBuf> = HashSet::new();
-    visited.insert(canon_root.clone());
     // (absolute dir, relative prefix, depth)
     let mut stack: Vec<(PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
     while let Some((dir, rel, depth)) = stack.pop() {
@@ -69,10 +67,13 @@ pub fn walk(root: &Path) -> Result<Walked, Error> {
                 continue;
             };
             let (is_dir, is_file) = if ft.is_symlink() {
-                // Follow only when the target stays inside the root.
+                // A file link is followed only when its target stays inside the
+                // root. A directory link is never followed: inside the root its
+                // files are already walked under their real path (or hidden on
+                // purpose), outside it they are not part of the bundle.
                 match std::fs::canonicalize(&path) {
                     Ok(t) if t.starts_with(&canon_root) => match std::fs::metadata(&t) {
-                        Ok(m) => (m.is_dir() && visited.insert(t), m.is_file()),
+                        Ok(m) => (false, m.is_file()),
                         Err(_) => (false, false),
                     },
                     _ => (false, false),
