@@ -630,13 +630,22 @@ fn query_list(a: ListArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
-fn query_get(a: IdArgs) -> Result<i32, Error> {
+/// Loads the bundle for a command that names one concept, checking the id.
+fn load_for_id(a: &IdArgs, keep_frontmatter: bool) -> Result<(Bundle, String), Error> {
     let p = project(&a.common)?;
     let id = query::normalize_id(&a.id);
     if id.is_empty() {
         return Err(Error::Usage("a concept id must not be empty".into()));
     }
-    let b = load_bundle(&p, true)?;
+    let b = load_bundle(&p, keep_frontmatter)?;
+    if b.concept(&id).is_none() {
+        return Err(Error::ConceptNotFound(a.id.clone()));
+    }
+    Ok((b, id))
+}
+
+fn query_get(a: IdArgs) -> Result<i32, Error> {
+    let (b, id) = load_for_id(&a, true)?;
     let Some((d, c)) = b.concept(&id) else {
         return Err(Error::ConceptNotFound(a.id));
     };
@@ -677,15 +686,7 @@ fn query_get(a: IdArgs) -> Result<i32, Error> {
 }
 
 fn query_neighbors(a: IdArgs) -> Result<i32, Error> {
-    let p = project(&a.common)?;
-    let id = query::normalize_id(&a.id);
-    if id.is_empty() {
-        return Err(Error::Usage("a concept id must not be empty".into()));
-    }
-    let b = load_bundle(&p, false)?;
-    if b.concept(&id).is_none() {
-        return Err(Error::ConceptNotFound(a.id));
-    }
+    let (b, id) = load_for_id(&a, false)?;
     let (outgoing, incoming) = query::neighbors(&b, &id).unwrap_or_default();
     match a.format {
         PlainFormat::Json => print_json(&envelope_head(serde_json::json!({
