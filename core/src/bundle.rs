@@ -419,10 +419,35 @@ fn lint(
 /// Runs every check over a loaded bundle. `extra` carries findings made
 /// outside the core (unreadable directories, the git tier of drift).
 pub fn validate(bundle: &Bundle, cfg: &Config, extra: Vec<Diagnostic>) -> Report {
-    let mut out: Vec<Diagnostic> = Vec::new();
-    for d in &bundle.docs {
-        out.extend(d.diagnostics.iter().cloned());
-    }
+    validate_with(bundle, cfg, extra, |docs, f| docs.iter().map(f).collect())
+}
+
+/// The per-document part of a validation, handed to a caller-chosen map.
+pub type DocCheck<'a> = dyn Fn(&Document) -> Vec<Diagnostic> + Sync + 'a;
+
+/// [`validate`], with the per-document checks (the file's own findings,
+/// links, surfaces, publications) run by `map`, so a caller with threads
+/// can spread them; results are sorted, so the order of `map` is free.
+pub fn validate_with<M>(bundle: &Bundle, cfg: &Config, extra: Vec<Diagnostic>, map: M) -> Report
+where
+    M: FnOnce(&[Document], &DocCheck) -> Vec<Vec<Diagnostic>>,
+{
+    let per_doc = |d: &Document| {
+        let mut out = d.diagnostics.clone();
+        if let Some(c) = &d.concept {
+            check_links(bundle, cfg, d, &mut out);
+            if let Some((glob, range)) = &c.surface_glob {
+                check_surface(bundle, cfg, d, glob, *range, &mut out);
+            }
+            if cfg.profile == Some(profile::DEFAULT) {
+                if let Some(p) = &c.publication {
+                    check_publication(bundle, cfg, d, c, p, &mut out);
+                }
+            }
+        }
+        out
+    };
+    let mut out: Vec<Diagnostic> = map(&bundle.docs, &per_doc).into_iter().flatten().collect();
     out.extend(extra);
     for k in &cfg.unknown_keys {
         lint(
@@ -434,19 +459,7 @@ pub fn validate(bundle: &Bundle, cfg: &Config, extra: Vec<Diagnostic>) -> Report
             None,
         );
     }
-    let mut concept_dirs: BTreeSet<&str> = BTreeSet::new();
-    for (d, c) in bundle.concepts() {
-        concept_dirs.insert(dirname(&d.path));
-        check_links(bundle, cfg, d, &mut out);
-        if let Some((glob, range)) = &c.surface_glob {
-            check_surface(bundle, cfg, d, glob, *range, &mut out);
-        }
-        if cfg.profile == Some(profile::DEFAULT) {
-            if let Some(p) = &c.publication {
-                check_publication(bundle, cfg, d, c, p, &mut out);
-            }
-        }
-    }
+    let concept_dirs: BTreeSet<&str> = bundle.concepts().map(|(d, _)| dirname(&d.path)).collect();
     for dir in concept_dirs {
         let index = if dir.is_empty() {
             "index.md".to_string()

@@ -340,6 +340,7 @@ fn check(a: CheckArgs, lint_only: bool) -> Result<i32, Error> {
         &p,
         &LoadOptions {
             now: Some(now),
+            git: !a.skip_provenance,
             ..LoadOptions::default()
         },
     )?;

@@ -9,7 +9,7 @@ use okfit_core::doc::file_body_digest;
 use okfit_core::time::{self, Instant};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// A concept the git tier looks at.
@@ -83,68 +83,92 @@ impl Drop for Blobs {
     }
 }
 
-/// Runs the git tier. Not a repository, or no commits: no findings.
+/// The repository a bundle lives in, as far as the git tier needs it.
+#[derive(Debug)]
+pub struct Repo {
+    top: PathBuf,
+    prefix: String,
+    tracked: HashSet<String>,
+}
+
+impl Repo {
+    /// Finds the repository around `bundle_root` and the files committed
+    /// under it. `None` when it is not a repository or has no commit: then
+    /// nothing is committed to compare with. Cheap enough to run beside
+    /// parsing (two short git calls).
+    pub fn discover(bundle_root: &Path) -> Option<Repo> {
+        // One call answers "is this a repository" and "has it a commit".
+        let head = git(
+            bundle_root,
+            &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
+        )?;
+        let top = PathBuf::from(head.lines().next()?.trim());
+        let canon_root =
+            std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
+        let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
+        let prefix = canon_root
+            .strip_prefix(&canon_top)
+            .ok()?
+            .to_string_lossy()
+            .replace('\\', "/");
+        let scope = if prefix.is_empty() {
+            "."
+        } else {
+            prefix.as_str()
+        };
+        let tracked = git(&top, &["ls-tree", "-r", "--name-only", "HEAD", "--", scope])
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        Some(Repo {
+            top,
+            prefix,
+            tracked,
+        })
+    }
+
+    fn path(&self, rel: &str) -> String {
+        if self.prefix.is_empty() {
+            rel.to_string()
+        } else {
+            format!("{}/{rel}", self.prefix)
+        }
+    }
+}
+
+/// Runs the git tier over `repo` (from [`Repo::discover`]).
 pub fn drift(
+    repo: Option<&Repo>,
     bundle_root: &Path,
     candidates: &[Candidate],
     severity: okfit_core::diag::Severity,
 ) -> Vec<Diagnostic> {
-    if candidates.is_empty() {
-        return vec![];
-    }
-    // One call answers "is this a repository" and "has it a commit";
-    // either "no" means there is nothing committed to compare with.
-    let Some(head) = git(
-        bundle_root,
-        &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
-    ) else {
+    let Some(repo) = repo else {
         return vec![];
     };
-    let Some(top) = head.lines().next() else {
-        return vec![];
-    };
-    let top = Path::new(top.trim()).to_path_buf();
-    let canon_root =
-        std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
-    let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
-    let Ok(prefix) = canon_root.strip_prefix(&canon_top) else {
-        return vec![];
-    };
-    let prefix = prefix.to_string_lossy().replace('\\', "/");
-    let repo_path = |rel: &str| {
-        if prefix.is_empty() {
-            rel.to_string()
-        } else {
-            format!("{prefix}/{rel}")
-        }
-    };
-    let scope = if prefix.is_empty() {
-        ".".to_string()
-    } else {
-        prefix.clone()
-    };
-    let tracked: HashSet<String> = git(
-        &top,
-        &["ls-tree", "-r", "--name-only", "HEAD", "--", &scope],
-    )
-    .unwrap_or_default()
-    .lines()
-    .map(str::to_string)
-    .collect();
     if !candidates
         .iter()
-        .any(|c| tracked.contains(&repo_path(&c.path)))
+        .any(|c| repo.tracked.contains(&repo.path(&c.path)))
     {
         return vec![]; // nothing committed to compare with
     }
-    let changed: HashSet<String> = git(&top, &["diff", "--name-only", "HEAD", "--", &scope])
+    let top = &repo.top;
+    let tracked = &repo.tracked;
+    let repo_path = |rel: &str| repo.path(rel);
+    let scope = if repo.prefix.is_empty() {
+        ".".to_string()
+    } else {
+        repo.prefix.clone()
+    };
+    let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", &scope])
         .unwrap_or_default()
         .lines()
         .map(str::to_string)
         .collect();
     // History: file -> commits (newest first) with author dates.
     let log = git(
-        &top,
+        top,
         &[
             "log",
             "--first-parent",
@@ -167,7 +191,7 @@ pub fn drift(
             }
         }
     }
-    let Some(mut blobs) = Blobs::open(&top) else {
+    let Some(mut blobs) = Blobs::open(top) else {
         return vec![];
     };
     let mut out = vec![];

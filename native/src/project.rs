@@ -18,6 +18,9 @@ pub struct LoadOptions {
     pub keep_frontmatter: bool,
     /// Unsaved `(path, text)` documents that shadow files on disk.
     pub documents: Vec<(String, String)>,
+    /// Look up the bundle's git repository while parsing (for the git tier
+    /// of `generated-at-drift`).
+    pub git: bool,
 }
 
 /// A loaded bundle and the findings the walk made.
@@ -26,12 +29,19 @@ pub struct Loaded {
     pub bundle: Bundle,
     /// Walk findings (`walk-unreadable`).
     pub extra: Vec<Diagnostic>,
+    /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
+    pub repo: Option<Option<crate::git::Repo>>,
 }
 
 /// Walks and parses the project's bundle.
 pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
     let root = &project.bundle_root;
     let walked = walk::walk(root)?;
+    // Two short git calls, run while the files are parsed.
+    let repo = opts.git.then(|| {
+        let r = root.clone();
+        std::thread::spawn(move || crate::git::Repo::discover(&r))
+    });
     let cfg = &project.config;
     let popts = ParseOptions {
         config: cfg,
@@ -103,7 +113,12 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
         };
         bundle.set_digest(&path, doc::file_digest(&text));
     }
-    Ok(Loaded { bundle, extra })
+    let repo = repo.map(|h| h.join().ok().flatten());
+    Ok(Loaded {
+        bundle,
+        extra,
+        repo,
+    })
 }
 
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`
@@ -127,7 +142,23 @@ pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Re
                 })
             })
             .collect();
-        extra.extend(crate::git::drift(&project.bundle_root, &candidates, sev));
+        let discovered;
+        let repo = match &loaded.repo {
+            Some(r) => r.as_ref(),
+            None if candidates.is_empty() => None,
+            None => {
+                discovered = crate::git::Repo::discover(&project.bundle_root);
+                discovered.as_ref()
+            }
+        };
+        extra.extend(crate::git::drift(
+            repo,
+            &project.bundle_root,
+            &candidates,
+            sev,
+        ));
     }
-    bundle::validate(&loaded.bundle, &project.config, extra)
+    bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
+        docs.par_iter().map(check).collect()
+    })
 }
