@@ -53,6 +53,61 @@ pub struct Bundle {
     /// Non-Markdown files, sorted.
     pub assets: Vec<String>,
     dirs: HashSet<String>,
+    short: std::sync::OnceLock<ShortIds>,
+    by_id: std::sync::OnceLock<Vec<usize>>,
+}
+
+/// Short ids (reference langonrock §3.3) both ways.
+#[derive(Debug, Default)]
+struct ShortIds {
+    by_short: HashMap<String, String>,
+    by_id: HashMap<String, String>,
+}
+
+/// Why an id argument names no single concept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdError {
+    /// Nothing matches.
+    NotFound,
+    /// A bare name that several concepts share; their path ids.
+    Ambiguous(Vec<String>),
+}
+
+/// The shortest unambiguous form of each concept path: the file stem when
+/// no other concept shares it, else `parent/stem` when that is unique, else
+/// the full path id (reference langonrock §3.3).
+pub fn short_ids(paths: &[&str]) -> Vec<String> {
+    let tiers: Vec<[String; 3]> = paths
+        .iter()
+        .map(|p| {
+            let id = p.strip_suffix(".md").unwrap_or(p);
+            let mut parts = id.rsplit('/');
+            let stem = parts.next().unwrap_or(id).to_string();
+            let t1 = match parts.next() {
+                Some(parent) => format!("{parent}/{stem}"),
+                None => stem.clone(),
+            };
+            [stem, t1, id.to_string()]
+        })
+        .collect();
+    let mut counts: [HashMap<&str, usize>; 2] = [HashMap::default(), HashMap::default()];
+    for t in &tiers {
+        for (i, c) in counts.iter_mut().enumerate() {
+            *c.entry(t[i].as_str()).or_default() += 1;
+        }
+    }
+    tiers
+        .iter()
+        .map(|t| {
+            if counts[0][t[0].as_str()] == 1 {
+                t[0].clone()
+            } else if counts[1][t[1].as_str()] == 1 {
+                t[1].clone()
+            } else {
+                t[2].clone()
+            }
+        })
+        .collect()
 }
 
 impl Bundle {
@@ -90,7 +145,84 @@ impl Bundle {
                 d = dirname(d);
             }
         }
-        Bundle { docs, assets, dirs }
+        Bundle {
+            docs,
+            assets,
+            dirs,
+            short: std::sync::OnceLock::new(),
+            by_id: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Takes the bundle apart again (to update it in place).
+    pub fn into_parts(self) -> (Vec<Document>, Vec<String>) {
+        (self.docs, self.assets)
+    }
+
+    fn shorts(&self) -> &ShortIds {
+        self.short.get_or_init(|| {
+            let concepts: Vec<(&str, &str)> = self
+                .concepts()
+                .map(|(d, c)| (d.path.as_str(), c.id.as_str()))
+                .collect();
+            let paths: Vec<&str> = concepts.iter().map(|(p, _)| *p).collect();
+            let mut ids = ShortIds::default();
+            for ((_, id), short) in concepts.iter().zip(short_ids(&paths)) {
+                ids.by_short.insert(short.clone(), id.to_string());
+                ids.by_id.insert(id.to_string(), short);
+            }
+            ids
+        })
+    }
+
+    /// The short id of a concept (its shortest unambiguous path form).
+    pub fn short_id(&self, id: &str) -> Option<&str> {
+        self.shorts().by_id.get(id).map(String::as_str)
+    }
+
+    /// Resolves an id argument: a path id or a short id, with or without a
+    /// leading `/` or trailing `.md`. A bare name shared by several concepts
+    /// is [`IdError::Ambiguous`] with their path ids.
+    pub fn find_concept(&self, input: &str) -> Result<(&Document, &Concept), IdError> {
+        let id = crate::query::normalize_id(input);
+        if let Some(hit) = self.concept(&id) {
+            return Ok(hit);
+        }
+        if let Some(full) = self.shorts().by_short.get(&id) {
+            if let Some(hit) = self.concept(full) {
+                return Ok(hit);
+            }
+        }
+        let mut candidates: Vec<String> = self
+            .concepts()
+            .filter(|(_, c)| c.id.ends_with(&format!("/{id}")))
+            .map(|(_, c)| c.id.clone())
+            .collect();
+        match candidates.len() {
+            0 => Err(IdError::NotFound),
+            1 => self.concept(&candidates[0]).ok_or(IdError::NotFound),
+            _ => {
+                candidates.sort();
+                Err(IdError::Ambiguous(candidates))
+            }
+        }
+    }
+
+    /// Decoded concepts in id order (computed once per bundle).
+    pub fn concepts_by_id(&self) -> impl Iterator<Item = (&Document, &Concept)> {
+        let order = self.by_id.get_or_init(|| {
+            let mut v: Vec<usize> = (0..self.docs.len())
+                .filter(|&i| self.docs[i].concept.is_some())
+                .collect();
+            v.sort_by(|&a, &b| {
+                let id = |i: usize| self.docs[i].concept.as_ref().map_or("", |c| c.id.as_str());
+                id(a).cmp(id(b))
+            });
+            v
+        });
+        order
+            .iter()
+            .filter_map(|&i| self.docs[i].concept.as_ref().map(|c| (&self.docs[i], c)))
     }
 
     /// Decoded concepts in path order.
@@ -731,6 +863,28 @@ fn check_publication(
                 c.id
             ),
             p.renders_range,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_follow_the_tiers() {
+        assert_eq!(short_ids(&["tables/orders.md", "metrics/wau.md"]), vec!["orders", "wau"]);
+        assert_eq!(
+            short_ids(&["tables/orders.md", "metrics/orders.md", "datasets/orders_db.md"]),
+            vec!["tables/orders", "metrics/orders", "orders_db"]
+        );
+        assert_eq!(
+            short_ids(&["a/x/orders.md", "b/x/orders.md"]),
+            vec!["a/x/orders", "b/x/orders"]
+        );
+        assert_eq!(
+            short_ids(&["orders.md", "tables/orders.md"]),
+            vec!["orders", "tables/orders"]
         );
     }
 }

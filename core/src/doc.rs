@@ -259,6 +259,17 @@ pub fn body_digest(body: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The decoded frontmatter mapping of a file's text, when it has one.
+pub fn frontmatter_of(text: &str) -> Option<Map<String, Value>> {
+    let Split::Present(b) = frontmatter::split(text) else {
+        return None;
+    };
+    match serde_saphyr::from_str_with_options::<Value>(&text[b.yaml_start..b.yaml_end], yaml_options()) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
 /// The body digest of a whole file's text (the body follows its frontmatter).
 pub fn file_digest(text: &str) -> [u8; 32] {
     let body = match frontmatter::split(text) {

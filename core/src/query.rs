@@ -73,19 +73,20 @@ pub struct ListFilter {
 
 /// Matching summaries sorted by id, and the total before paging.
 pub fn list(b: &Bundle, f: &ListFilter, offset: usize, limit: usize) -> (Vec<Summary>, usize) {
-    let mut all: Vec<Summary> = b
-        .concepts()
-        .filter(|(_, c)| f.types.is_empty() || f.types.contains(&c.type_name))
-        .filter(|(_, c)| f.tags.iter().all(|t| c.tags.contains(t)))
-        .filter(|(_, c)| {
-            f.statuses.is_empty() || f.statuses.iter().any(|s| s == c.status_or_stable())
-        })
-        .filter(|(_, c)| f.verified.is_none_or(|v| v != c.verified.is_empty()))
-        .map(|(d, c)| summary(d, c))
-        .collect();
-    all.sort_by(|a, b| a.id.cmp(&b.id));
-    let total = all.len();
-    let page = all.into_iter().skip(offset).take(limit).collect();
+    let mut total = 0usize;
+    let mut page = vec![];
+    for (d, c) in b.concepts_by_id() {
+        let hit = (f.types.is_empty() || f.types.contains(&c.type_name))
+            && f.tags.iter().all(|t| c.tags.contains(t))
+            && (f.statuses.is_empty() || f.statuses.iter().any(|s| s == c.status_or_stable()))
+            && f.verified.is_none_or(|v| v != c.verified.is_empty());
+        if hit {
+            if total >= offset && page.len() < limit {
+                page.push(summary(d, c));
+            }
+            total += 1;
+        }
+    }
     (page, total)
 }
 

@@ -40,6 +40,16 @@ enum Command {
     /// Query concepts.
     #[command(subcommand)]
     Query(QueryCommand),
+    /// Serve the project's bundle over MCP on stdio (same as `okfit-mcp`).
+    Mcp(McpArgs),
+}
+
+/// Arguments of `okfit mcp` and `okfit-mcp`.
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Connection string; without one the server serves the project's bundle
+    /// (OKFIT_PROJECT_DIR, else CLAUDE_PROJECT_DIR, else the working directory).
+    pub connection: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -231,6 +241,7 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Lint(a) => check(a, true),
         Command::Stale(a) => stale(a),
         Command::Graph(a) => graph(a),
+        Command::Mcp(a) => crate::mcp::run(a.connection.as_deref()),
         Command::Query(q) => match q {
             QueryCommand::List(a) => query_list(a),
             QueryCommand::Get(a) => query_get(a),
@@ -290,7 +301,8 @@ pub fn resolve_now(flag: Option<&str>) -> Result<Instant, Error> {
     })
 }
 
-fn wall_clock() -> Instant {
+/// The current time.
+pub fn wall_clock() -> Instant {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod discover;
 pub mod error;
 pub mod git;
+pub mod mcp;
 pub mod project;
 pub mod walk;
 

@@ -1,0 +1,8 @@
+//! `okfit-mcp`: the okfit MCP server over stdio.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
+    std::process::exit(okfit::mcp::main_with_args(std::env::args().collect()));
+}

@@ -1,0 +1,209 @@
+//! The live bundle behind the MCP server: parsed once, kept in memory, and
+//! refreshed before each answer from the files whose metadata changed. A
+//! file watcher says when anything under the project changed; without one
+//! (or when it fails) every call re-checks file metadata instead.
+
+use crate::discover::{self, Project};
+use crate::error::Error;
+use crate::project::{self, LoadOptions};
+use crate::walk;
+use okfit_core::bundle::Bundle;
+use okfit_core::doc::{self, Document, ParseOptions};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// What identifies a file version without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn stamp(p: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(p).ok()?;
+    Some(Stamp {
+        len: m.len(),
+        modified: m.modified().ok(),
+    })
+}
+
+struct Loaded {
+    project: Project,
+    config_stamp: Option<Stamp>,
+    bundle: Bundle,
+    stamps: HashMap<String, Stamp>,
+}
+
+/// The project's bundle, kept fresh.
+pub struct Live {
+    start: PathBuf,
+    loaded: Option<Loaded>,
+    dirty: Arc<AtomicBool>,
+    watcher: Option<notify::RecommendedWatcher>,
+    watched: Option<PathBuf>,
+}
+
+/// What changed in the set of concepts during a refresh.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Concepts were added or removed.
+    pub concepts_changed: bool,
+}
+
+impl Live {
+    /// A live view whose config discovery starts at `start`.
+    pub fn new(start: PathBuf) -> Live {
+        Live {
+            start,
+            loaded: None,
+            dirty: Arc::new(AtomicBool::new(true)),
+            watcher: None,
+            watched: None,
+        }
+    }
+
+    /// Resolves the project (config discovery) without loading the bundle.
+    pub fn project(&self) -> Result<Project, Error> {
+        discover::resolve(None, &self.start, None)
+    }
+
+    fn watch(&mut self, root: &Path) {
+        if self.watched.as_deref() == Some(root) {
+            return;
+        }
+        use notify::Watcher;
+        let dirty = self.dirty.clone();
+        let w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            // Reads (ours included) are not changes.
+            if !matches!(res, Ok(ref e) if e.kind.is_access()) {
+                dirty.store(true, Ordering::SeqCst);
+            }
+        });
+        self.watcher = match w {
+            Ok(mut w) => match w.watch(root, notify::RecursiveMode::Recursive) {
+                Ok(()) => Some(w),
+                Err(_) => None,
+            },
+            Err(_) => None,
+        };
+        self.watched = Some(root.to_path_buf());
+    }
+
+    /// Brings the bundle up to date and returns it with its project.
+    pub fn fresh(&mut self) -> Result<(&Project, &Bundle, Change), Error> {
+        // The config is re-read only when discovery finds another file or
+        // the file's metadata changed.
+        let (found, _) = discover::find(&discover::absolute(&self.start));
+        let cstamp = found.as_deref().and_then(stamp);
+        let same_config = self
+            .loaded
+            .as_ref()
+            .is_some_and(|l| l.project.config_path == found && l.config_stamp == cstamp);
+        let mut change = Change::default();
+        if !same_config {
+            let project = self.project()?;
+            let cstamp = project.config_path.as_deref().and_then(stamp);
+            let before: Option<Vec<String>> = self.loaded.as_ref().map(|l| ids(&l.bundle));
+            self.loaded = None;
+            let loaded = load_full(project, cstamp)?;
+            change.concepts_changed = before.is_some_and(|b| b != ids(&loaded.bundle));
+            self.watch(&loaded.project.bundle_root);
+            self.dirty.store(false, Ordering::SeqCst);
+            self.loaded = Some(loaded);
+        } else if self.watcher.is_none() || self.dirty.swap(false, Ordering::SeqCst) {
+            if let Some(l) = self.loaded.as_mut() {
+                change = refresh(l)?;
+            }
+        }
+        let l = self.loaded.as_ref().ok_or_else(|| Error::Io("bundle not loaded".into()))?;
+        Ok((&l.project, &l.bundle, change))
+    }
+}
+
+fn ids(b: &Bundle) -> Vec<String> {
+    b.concepts().map(|(_, c)| c.id.clone()).collect()
+}
+
+fn parse_opts(project: &Project) -> ParseOptions<'_> {
+    ParseOptions {
+        config: &project.config,
+        now: None,
+        keep_frontmatter: false,
+        digests: false,
+    }
+}
+
+fn load_full(project: Project, config_stamp: Option<Stamp>) -> Result<Loaded, Error> {
+    // Frontmatter mappings are not kept (get_concept re-reads its one file),
+    // which keeps a 10,000-concept bundle well under 100 MB.
+    let opts = LoadOptions::default();
+    // `now: None`: staleness is computed per call, not baked into the parse.
+    let loaded = project::load(&project, &opts)?;
+    let root = &project.bundle_root;
+    let stamps = loaded
+        .bundle
+        .docs
+        .iter()
+        .map(|d| d.path.clone())
+        .chain(loaded.bundle.assets.iter().cloned())
+        .filter_map(|p| stamp(&root.join(&p)).map(|s| (p, s)))
+        .collect();
+    Ok(Loaded {
+        project,
+        config_stamp,
+        bundle: loaded.bundle,
+        stamps,
+    })
+}
+
+/// Re-walks the bundle and re-parses only files whose metadata changed.
+fn refresh(l: &mut Loaded) -> Result<Change, Error> {
+    let root = l.project.bundle_root.clone();
+    let walked = walk::walk(&root)?;
+    let mut stamps = HashMap::with_capacity(walked.files.len());
+    let mut changed: Vec<(String, PathBuf)> = vec![];
+    for (rel, abs) in &walked.files {
+        let Some(s) = stamp(abs) else { continue };
+        if l.stamps.get(rel) != Some(&s) {
+            changed.push((rel.clone(), abs.clone()));
+        }
+        stamps.insert(rel.clone(), s);
+    }
+    let removed = l.stamps.keys().any(|k| !stamps.contains_key(k));
+    if changed.is_empty() && !removed {
+        return Ok(Change::default());
+    }
+    let before = ids(&l.bundle);
+    let bundle = std::mem::replace(&mut l.bundle, Bundle::from_parts(vec![], vec![]));
+    let (docs, _) = bundle.into_parts();
+    let mut by_path: HashMap<String, Document> = docs
+        .into_iter()
+        .filter(|d| stamps.contains_key(&d.path))
+        .map(|d| (d.path.clone(), d))
+        .collect();
+    let opts = parse_opts(&l.project);
+    for (rel, abs) in &changed {
+        if rel.ends_with(".md") {
+            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
+                rel: rel.clone(),
+                root: root.clone(),
+                source: e,
+            })?;
+            by_path.insert(rel.clone(), doc::parse(rel, &bytes, &opts));
+        }
+    }
+    let assets = walked
+        .files
+        .iter()
+        .filter(|(p, _)| !p.ends_with(".md"))
+        .map(|(p, _)| p.clone())
+        .collect();
+    l.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
+    l.stamps = stamps;
+    Ok(Change {
+        concepts_changed: before != ids(&l.bundle),
+    })
+}
