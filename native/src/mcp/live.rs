@@ -65,6 +65,11 @@ impl Live {
         }
     }
 
+    /// True when the watcher saw a change that no call has picked up yet.
+    pub fn is_dirty(&self) -> bool {
+        self.loaded.is_some() && self.watcher.is_some() && self.dirty.load(Ordering::SeqCst)
+    }
+
     /// Resolves the project (config discovery) without loading the bundle.
     pub fn project(&self) -> Result<Project, Error> {
         discover::resolve(None, &self.start, None)
@@ -118,7 +123,10 @@ impl Live {
                 change = refresh(l)?;
             }
         }
-        let l = self.loaded.as_ref().ok_or_else(|| Error::Io("bundle not loaded".into()))?;
+        let l = self
+            .loaded
+            .as_ref()
+            .ok_or_else(|| Error::Io("bundle not loaded".into()))?;
         Ok((&l.project, &l.bundle, change))
     }
 }

@@ -7,10 +7,10 @@ mod transport;
 
 use live::Live;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
@@ -84,7 +84,9 @@ impl Server {
     /// Checks arguments against the tool's schema: `Err` is the -32602 message.
     fn check_args(&self, c: &Compiled, args: &Value) -> Result<(), String> {
         let mut problems: Vec<String> = vec![];
-        if let (Value::Object(given), Some(Value::Object(props))) = (args, c.schema.get("properties")) {
+        if let (Value::Object(given), Some(Value::Object(props))) =
+            (args, c.schema.get("properties"))
+        {
             let unknown: Vec<&str> = given
                 .keys()
                 .filter(|k| !props.contains_key(*k))
@@ -95,7 +97,11 @@ impl Server {
                 problems.push(format!(
                     "Unrecognized parameter(s): {} (accepted: {})",
                     unknown.join(", "),
-                    if accepted.is_empty() { "none".to_string() } else { accepted.join(", ") }
+                    if accepted.is_empty() {
+                        "none".to_string()
+                    } else {
+                        accepted.join(", ")
+                    }
                 ));
             }
         }
@@ -105,7 +111,11 @@ impl Server {
                 continue;
             }
             let at = e.instance_path().to_string();
-            problems.push(if at.is_empty() { msg } else { format!("{msg} at {}", at.trim_start_matches('/').replace('/', ".")) });
+            problems.push(if at.is_empty() {
+                msg
+            } else {
+                format!("{msg} at {}", at.trim_start_matches('/').replace('/', "."))
+            });
         }
         if problems.is_empty() {
             Ok(())
@@ -119,7 +129,11 @@ impl Server {
     }
 
     /// Runs a tool call to completion (shared with the Node addon).
-    pub fn call(&self, name: &str, args: Option<serde_json::Map<String, Value>>) -> Result<CallToolResult, ErrorData> {
+    pub fn call(
+        &self,
+        name: &str,
+        args: Option<serde_json::Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
         let Some(c) = self.tools.iter().find(|c| c.def.name == name) else {
             return Err(ErrorData::invalid_params(
                 format!("tool not found: {}", crate::error::truncate(name)),
@@ -140,8 +154,9 @@ impl Server {
         let mut live = self.live();
         let mut out = vec![];
         let mut index = Resource::new("okf://index", "OKF bundle index");
-        index.description =
-            Some("The bundle's root index.md — the entry point for orienting on this OKF bundle.".into());
+        index.description = Some(
+            "The bundle's root index.md — the entry point for orienting on this OKF bundle.".into(),
+        );
         index.mime_type = Some("text/markdown".into());
         out.push(index);
         if let Ok((_, b, _)) = live.fresh() {
@@ -160,17 +175,30 @@ impl Server {
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|_| ErrorData::internal_error(format!("no readable {what} at {}", path.display()), None))
+                .map_err(|_| {
+                    ErrorData::internal_error(
+                        format!("no readable {what} at {}", path.display()),
+                        None,
+                    )
+                })
         };
         let text = if uri == "okf://index" {
-            let p = live.project().map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            let p = live
+                .project()
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             text_of(p.bundle_root.join("index.md"), "index.md")?
         } else if let Some(id) = uri.strip_prefix("okf://concept/") {
             let (p, b, _) = live
                 .fresh()
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             let (d, _) = b.find_concept(id).map_err(|_| {
-                ErrorData::resource_not_found(format!("no concept \"{}\" in this bundle", crate::error::truncate(id)), None)
+                ErrorData::resource_not_found(
+                    format!(
+                        "no concept \"{}\" in this bundle",
+                        crate::error::truncate(id)
+                    ),
+                    None,
+                )
             })?;
             text_of(p.bundle_root.join(&d.path), "concept file")?
         } else {
@@ -189,7 +217,10 @@ impl Server {
     /// Whether the set of concepts changed since the last look (for
     /// `notifications/resources/list_changed`).
     fn concepts_changed(&self) -> bool {
-        self.live().fresh().map(|(_, _, c)| c.concepts_changed).unwrap_or(false)
+        self.live()
+            .fresh()
+            .map(|(_, _, c)| c.concepts_changed)
+            .unwrap_or(false)
     }
 }
 
@@ -277,7 +308,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
             0
         }
         Some("--version" | "-V") => {
-            println!("{}", crate::cli::version_line().replacen("okfit ", "okfit-mcp ", 1));
+            println!(
+                "{}",
+                crate::cli::version_line().replacen("okfit ", "okfit-mcp ", 1)
+            );
             0
         }
         other => match run(other) {
@@ -322,9 +356,34 @@ pub fn serve_stdio() -> i32 {
     rt.block_on(async move {
         let (transport, pump) = transport::stdio();
         let pump = tokio::spawn(pump);
+        let watcher_side = server.clone();
         match server.serve(transport).await {
             Ok(running) => {
+                // Announce concepts added or removed on disk without waiting
+                // for the client's next call.
+                let peer = running.peer().clone();
+                let announcer = tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                        // A busy server is answering a call, which refreshes anyway.
+                        let dirty = match watcher_side.live.try_lock() {
+                            Ok(l) => l.is_dirty(),
+                            Err(_) => false,
+                        };
+                        if !dirty {
+                            continue;
+                        }
+                        let s = watcher_side.clone();
+                        let changed = tokio::task::spawn_blocking(move || s.concepts_changed())
+                            .await
+                            .unwrap_or(false);
+                        if changed && peer.notify_resource_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                });
                 let _ = running.waiting().await;
+                announcer.abort();
             }
             Err(e) => eprintln!("okfit-mcp: {e}"),
         }

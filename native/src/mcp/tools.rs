@@ -133,7 +133,11 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    fn new(message: impl Into<String>, hint: impl Into<String>, suggest: Option<&'static str>) -> Self {
+    fn new(
+        message: impl Into<String>,
+        hint: impl Into<String>,
+        suggest: Option<&'static str>,
+    ) -> Self {
         Refusal {
             message: message.into(),
             hint: hint.into(),
@@ -193,7 +197,10 @@ fn id_arg(args: &Value) -> Result<String, Refusal> {
     Ok(id.to_string())
 }
 
-fn find<'b>(b: &'b Bundle, id: &str) -> Result<(&'b okfit_core::doc::Document, &'b okfit_core::doc::Concept), Refusal> {
+fn find<'b>(
+    b: &'b Bundle,
+    id: &str,
+) -> Result<(&'b okfit_core::doc::Document, &'b okfit_core::doc::Concept), Refusal> {
     b.find_concept(id).map_err(|e| match e {
         IdError::NotFound => Refusal::new(
             format!("no concept \"{}\" in this bundle", truncate(id)),
@@ -244,7 +251,11 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
             Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
         }
         "validate_bundle" => validate(live, args),
-        other => Err(Refusal::new(format!("unknown tool \"{}\"", truncate(other)), "", None)),
+        other => Err(Refusal::new(
+            format!("unknown tool \"{}\"", truncate(other)),
+            "",
+            None,
+        )),
     }
 }
 
@@ -300,9 +311,16 @@ fn list(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let tags: Vec<String> = args
         .get("tags")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
-    let status = args.get("status").and_then(Value::as_str).map(str::to_string);
+    let status = args
+        .get("status")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
     let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
     let (p, b, _) = live.fresh()?;
