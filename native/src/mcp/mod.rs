@@ -8,7 +8,7 @@ mod transport;
 use live::Live;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
@@ -20,6 +20,13 @@ use std::sync::{Arc, Mutex};
 
 /// What the server tells a client at the start of a session.
 pub const INSTRUCTIONS: &str = "okfit serves this project's Open Knowledge Format (OKF) bundle: Markdown concepts with YAML frontmatter. Every tool is read-only. Start with describe_vocabulary to learn the declared types and tags, then list_concepts to find ids, then get_concept for content. Ids are bundle-relative paths without .md (metrics/revenue); a short id (revenue) works when it is unambiguous. Every successful call returns structuredContent plus the same JSON as text in content[0]; a failure is isError: true with the message and what to do next in content[0].text. After writing or editing a concept file, call validate_bundle.";
+
+/// The protocol revisions served, oldest first.
+pub const PROTOCOLS: [ProtocolVersion; 3] = [
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
 
 struct Compiled {
     def: &'static tools::ToolDef,
@@ -235,6 +242,10 @@ impl ServerHandler for Server {
         )
         .with_server_info(Implementation::new("okfit", crate::VERSION))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&PROTOCOLS)
     }
 
     async fn list_tools(
