@@ -32,7 +32,19 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
+
+# The official MCP TypeScript SDK client against the okfit-mcp that cargo
+# test just built (node and npm come with this kind of machine).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  say "node and npm are needed for tests/node; install Node.js 20 or later" && exit 1
+fi
+say "npm ci (tests/node)"
+(cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+say "node --test (tests/node)"
+(cd tests/node && OKFIT_MCP_BIN="$PWD/../../target/debug/okfit-mcp" node --test 2>&1) | tee -a "$log" || status=$?
+
 # One closing line over every test binary: "<passed> passed, <failed> failed".
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^# pass / { p += $3 } /^# fail / { f += $3 }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
 exit "$status"

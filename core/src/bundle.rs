@@ -873,9 +873,16 @@ mod tests {
 
     #[test]
     fn short_ids_follow_the_tiers() {
-        assert_eq!(short_ids(&["tables/orders.md", "metrics/wau.md"]), vec!["orders", "wau"]);
         assert_eq!(
-            short_ids(&["tables/orders.md", "metrics/orders.md", "datasets/orders_db.md"]),
+            short_ids(&["tables/orders.md", "metrics/wau.md"]),
+            vec!["orders", "wau"]
+        );
+        assert_eq!(
+            short_ids(&[
+                "tables/orders.md",
+                "metrics/orders.md",
+                "datasets/orders_db.md"
+            ]),
             vec!["tables/orders", "metrics/orders", "orders_db"]
         );
         assert_eq!(

@@ -264,7 +264,10 @@ pub fn frontmatter_of(text: &str) -> Option<Map<String, Value>> {
     let Split::Present(b) = frontmatter::split(text) else {
         return None;
     };
-    match serde_saphyr::from_str_with_options::<Value>(&text[b.yaml_start..b.yaml_end], yaml_options()) {
+    match serde_saphyr::from_str_with_options::<Value>(
+        &text[b.yaml_start..b.yaml_end],
+        yaml_options(),
+    ) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
     }

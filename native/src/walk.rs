@@ -15,6 +15,8 @@ pub struct Walked {
     pub files: Vec<(String, PathBuf)>,
     /// Bundle-relative directories that could not be read.
     pub unreadable: Vec<String>,
+    /// Every directory walked, the root first.
+    pub dirs: Vec<PathBuf>,
 }
 
 /// Walks `root`.
@@ -35,6 +37,7 @@ pub fn walk(root: &Path) -> Result<Walked, Error> {
     // (absolute dir, relative prefix, depth)
     let mut stack: Vec<(PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
     while let Some((dir, rel, depth)) = stack.pop() {
+        out.dirs.push(dir.clone());
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) => {

@@ -153,7 +153,10 @@ fn run(root: &Path, runs: usize) -> Result<bool, String> {
     let mut s = Session::start(&bin, &dir)?;
     s.initialize()?;
     let t = Instant::now();
-    s.request("tools/call", r#"{"name":"list_concepts","arguments":{"limit":50}}"#)?;
+    s.request(
+        "tools/call",
+        r#"{"name":"list_concepts","arguments":{"limit":50}}"#,
+    )?;
     let first = ms(t.elapsed());
     let first_id = {
         let line = s.request(
@@ -173,7 +176,10 @@ fn run(root: &Path, runs: usize) -> Result<bool, String> {
         let t = Instant::now();
         s.request(
             "tools/call",
-            &format!(r#"{{"name":"list_concepts","arguments":{{"limit":20,"offset":{}}}}}"#, i * 20),
+            &format!(
+                r#"{{"name":"list_concepts","arguments":{{"limit":20,"offset":{}}}}}"#,
+                i * 20
+            ),
         )?;
         list.push(ms(t.elapsed()));
         let t = Instant::now();

@@ -1,7 +1,10 @@
 //! The live bundle behind the MCP server: parsed once, kept in memory, and
-//! refreshed before each answer from the files whose metadata changed. A
-//! file watcher says when anything under the project changed; without one
-//! (or when it fails) every call re-checks file metadata instead.
+//! refreshed before each answer from the files whose metadata changed.
+//! On Linux an inotify watch on every bundle directory says whether anything
+//! changed: the kernel queues the event inside the writing syscall, so a
+//! non-blocking read before each answer sees every change made before the
+//! request (no race with a watcher thread). Where that is not available
+//! every call re-checks file metadata instead.
 
 use crate::discover::{self, Project};
 use crate::error::Error;
@@ -11,9 +14,67 @@ use okfit_core::bundle::Bundle;
 use okfit_core::doc::{self, Document, ParseOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::SystemTime;
+
+/// Whether anything under the bundle changed since the last look.
+#[cfg(target_os = "linux")]
+struct Watch {
+    ino: inotify::Inotify,
+}
+
+#[cfg(target_os = "linux")]
+impl Watch {
+    fn new(dirs: &[PathBuf]) -> Option<Watch> {
+        use inotify::WatchMask as M;
+        let ino = inotify::Inotify::init().ok()?;
+        let mask = M::MODIFY
+            | M::ATTRIB
+            | M::CLOSE_WRITE
+            | M::CREATE
+            | M::DELETE
+            | M::MOVED_FROM
+            | M::MOVED_TO
+            | M::DELETE_SELF
+            | M::MOVE_SELF;
+        for d in dirs {
+            // Past the kernel's watch limit, fall back to metadata checks.
+            ino.watches().add(d, mask).ok()?;
+        }
+        Some(Watch { ino })
+    }
+
+    /// Drains pending events; true when there were any (or reading failed).
+    fn changed(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        let mut any = false;
+        loop {
+            match self.ino.read_events(&mut buf) {
+                Ok(mut events) => {
+                    if events.next().is_none() {
+                        return any;
+                    }
+                    any = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return any,
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+struct Watch;
+
+#[cfg(not(target_os = "linux"))]
+impl Watch {
+    fn new(_dirs: &[PathBuf]) -> Option<Watch> {
+        None
+    }
+
+    fn changed(&mut self) -> bool {
+        true
+    }
+}
 
 /// What identifies a file version without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,9 +102,8 @@ struct Loaded {
 pub struct Live {
     start: PathBuf,
     loaded: Option<Loaded>,
-    dirty: Arc<AtomicBool>,
-    watcher: Option<notify::RecommendedWatcher>,
-    watched: Option<PathBuf>,
+    watch: Option<Watch>,
+    pending: bool,
 }
 
 /// What changed in the set of concepts during a refresh.
@@ -59,42 +119,21 @@ impl Live {
         Live {
             start,
             loaded: None,
-            dirty: Arc::new(AtomicBool::new(true)),
-            watcher: None,
-            watched: None,
+            watch: None,
+            pending: false,
         }
     }
 
-    /// True when the watcher saw a change that no call has picked up yet.
-    pub fn is_dirty(&self) -> bool {
-        self.loaded.is_some() && self.watcher.is_some() && self.dirty.load(Ordering::SeqCst)
+    /// True when files changed since the last refresh (always true where no
+    /// watch is available). Consumes the pending change events.
+    pub fn poll(&mut self) -> bool {
+        self.pending |= self.watch.as_mut().is_none_or(Watch::changed);
+        self.loaded.is_some() && self.pending
     }
 
     /// Resolves the project (config discovery) without loading the bundle.
     pub fn project(&self) -> Result<Project, Error> {
         discover::resolve(None, &self.start, None)
-    }
-
-    fn watch(&mut self, root: &Path) {
-        if self.watched.as_deref() == Some(root) {
-            return;
-        }
-        use notify::Watcher;
-        let dirty = self.dirty.clone();
-        let w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            // Reads (ours included) are not changes.
-            if !matches!(res, Ok(ref e) if e.kind.is_access()) {
-                dirty.store(true, Ordering::SeqCst);
-            }
-        });
-        self.watcher = match w {
-            Ok(mut w) => match w.watch(root, notify::RecursiveMode::Recursive) {
-                Ok(()) => Some(w),
-                Err(_) => None,
-            },
-            Err(_) => None,
-        };
-        self.watched = Some(root.to_path_buf());
     }
 
     /// Brings the bundle up to date and returns it with its project.
@@ -113,14 +152,25 @@ impl Live {
             let cstamp = project.config_path.as_deref().and_then(stamp);
             let before: Option<Vec<String>> = self.loaded.as_ref().map(|l| ids(&l.bundle));
             self.loaded = None;
+            // Watch first, so a change made during the load is not missed.
+            let dirs = walk::walk(&project.bundle_root)?.dirs;
+            self.watch = Watch::new(&dirs);
+            self.pending = false;
             let loaded = load_full(project, cstamp)?;
             change.concepts_changed = before.is_some_and(|b| b != ids(&loaded.bundle));
-            self.watch(&loaded.project.bundle_root);
-            self.dirty.store(false, Ordering::SeqCst);
             self.loaded = Some(loaded);
-        } else if self.watcher.is_none() || self.dirty.swap(false, Ordering::SeqCst) {
+        } else if self.poll() {
+            self.pending = false;
             if let Some(l) = self.loaded.as_mut() {
-                change = refresh(l)?;
+                let (c, dirs) = refresh(l)?;
+                change = c;
+                if self.watch.is_some() {
+                    // New directories need watches of their own.
+                    self.watch = Watch::new(&dirs);
+                    if let Some(l) = self.loaded.as_mut() {
+                        change.concepts_changed |= refresh(l)?.0.concepts_changed;
+                    }
+                }
             }
         }
         let l = self
@@ -167,8 +217,9 @@ fn load_full(project: Project, config_stamp: Option<Stamp>) -> Result<Loaded, Er
     })
 }
 
-/// Re-walks the bundle and re-parses only files whose metadata changed.
-fn refresh(l: &mut Loaded) -> Result<Change, Error> {
+/// Re-walks the bundle and re-parses only files whose metadata changed;
+/// returns what changed and the directories walked.
+fn refresh(l: &mut Loaded) -> Result<(Change, Vec<PathBuf>), Error> {
     let root = l.project.bundle_root.clone();
     let walked = walk::walk(&root)?;
     let mut stamps = HashMap::with_capacity(walked.files.len());
@@ -182,7 +233,7 @@ fn refresh(l: &mut Loaded) -> Result<Change, Error> {
     }
     let removed = l.stamps.keys().any(|k| !stamps.contains_key(k));
     if changed.is_empty() && !removed {
-        return Ok(Change::default());
+        return Ok((Change::default(), walked.dirs));
     }
     let before = ids(&l.bundle);
     let bundle = std::mem::replace(&mut l.bundle, Bundle::from_parts(vec![], vec![]));
@@ -211,7 +262,10 @@ fn refresh(l: &mut Loaded) -> Result<Change, Error> {
         .collect();
     l.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
     l.stamps = stamps;
-    Ok(Change {
-        concepts_changed: before != ids(&l.bundle),
-    })
+    Ok((
+        Change {
+            concepts_changed: before != ids(&l.bundle),
+        },
+        walked.dirs,
+    ))
 }

@@ -157,8 +157,11 @@ impl Server {
         })
     }
 
-    fn resources(&self) -> Result<Vec<Resource>, ErrorData> {
+    /// The resources, and whether the set of concepts changed since the
+    /// last look (then `notifications/resources/list_changed` is due).
+    fn resources(&self) -> (Vec<Resource>, bool) {
         let mut live = self.live();
+        let mut changed = false;
         let mut out = vec![];
         let mut index = Resource::new("okf://index", "OKF bundle index");
         index.description = Some(
@@ -166,7 +169,8 @@ impl Server {
         );
         index.mime_type = Some("text/markdown".into());
         out.push(index);
-        if let Ok((_, b, _)) = live.fresh() {
+        if let Ok((_, b, change)) = live.fresh() {
+            changed = change.concepts_changed;
             for (_, c) in b.concepts() {
                 let mut r = Resource::new(format!("okf://concept/{}", c.id), c.id.clone());
                 r.description = Some(c.title.clone());
@@ -174,10 +178,15 @@ impl Server {
                 out.push(r);
             }
         }
-        Ok(out)
+        (out, changed)
     }
 
-    fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    fn read(&self, uri: &str) -> (Result<ReadResourceResult, ErrorData>, bool) {
+        let changed = self.concepts_changed();
+        (self.read_now(uri), changed)
+    }
+
+    fn read_now(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let mut live = self.live();
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
@@ -278,25 +287,31 @@ impl ServerHandler for Server {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let this = self.clone();
-        let r = tokio::task::spawn_blocking(move || this.resources())
+        let (r, changed) = tokio::task::spawn_blocking(move || this.resources())
             .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))??;
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if changed {
+            let _ = context.peer.notify_resource_list_changed().await;
+        }
         Ok(ListResourcesResult::with_all_items(r))
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let this = self.clone();
-        let r = tokio::task::spawn_blocking(move || this.read(&request.uri))
+        let (r, changed) = tokio::task::spawn_blocking(move || this.read(&request.uri))
             .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))??;
-        Ok(r.into())
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if changed {
+            let _ = context.peer.notify_resource_list_changed().await;
+        }
+        Ok(r?.into())
     }
 }
 
@@ -378,7 +393,7 @@ pub fn serve_stdio() -> i32 {
                         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
                         // A busy server is answering a call, which refreshes anyway.
                         let dirty = match watcher_side.live.try_lock() {
-                            Ok(l) => l.is_dirty(),
+                            Ok(mut l) => l.poll(),
                             Err(_) => false,
                         };
                         if !dirty {
