@@ -9,6 +9,39 @@ use okfit_core::doc::{self, ParseOptions};
 use okfit_core::time::Instant;
 use rayon::prelude::*;
 
+/// What identifies a file version without reading it: length and mtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    /// Length in bytes.
+    pub len: u64,
+    /// Last modification time, where the platform has one.
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl Stamp {
+    /// The stamp of the file at `p` now.
+    pub fn of(p: &std::path::Path) -> Option<Stamp> {
+        std::fs::metadata(p).ok().map(|m| Stamp::from_meta(&m))
+    }
+
+    fn from_meta(m: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+        }
+    }
+}
+
+/// Reads a file and stamps it from the same open handle.
+fn read_stamped(p: &std::path::Path) -> std::io::Result<(Vec<u8>, Stamp)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let meta = f.metadata()?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut bytes)?;
+    Ok((bytes, Stamp::from_meta(&meta)))
+}
+
 /// What to load.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
@@ -31,6 +64,8 @@ pub struct Loaded {
     pub extra: Vec<Diagnostic>,
     /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
     pub repo: Option<Option<crate::git::Repo>>,
+    /// The stamp of every Markdown file read from disk.
+    pub stamps: Vec<(String, Stamp)>,
 }
 
 /// Walks and parses the project's bundle.
@@ -67,18 +102,20 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
         .files
         .into_iter()
         .partition(|(p, _)| p.ends_with(".md"));
-    let mut docs: Vec<doc::Document> = md
+    let (mut docs, stamps): (Vec<doc::Document>, Vec<(String, Stamp)>) = md
         .par_iter()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
         .map(|(rel, abs)| {
-            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
+            let (bytes, stamp) = read_stamped(abs).map_err(|e| Error::FileUnreadable {
                 rel: rel.clone(),
                 root: root.clone(),
                 source: e,
             })?;
-            Ok(doc::parse(rel, &bytes, &popts))
+            Ok((doc::parse(rel, &bytes, &popts), (rel.clone(), stamp)))
         })
-        .collect::<Result<Vec<_>, Error>>()?;
+        .collect::<Result<Vec<_>, Error>>()?
+        .into_iter()
+        .unzip();
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }
@@ -118,6 +155,7 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
         bundle,
         extra,
         repo,
+        stamps,
     })
 }
 

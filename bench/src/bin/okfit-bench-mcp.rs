@@ -4,7 +4,8 @@
 //! It builds `okfit-mcp`, generates `bench/out/b10000` when missing, then:
 //! - start-up: spawn → `initialize` → `tools/list` answered, on the repository's
 //!   own `okf/` bundle (median of `--runs`, default 21);
-//! - first call: spawn on 10,000 concepts, time the first `list_concepts`;
+//! - first call: spawn on 10,000 concepts, time the first `list_concepts`
+//!   (median of five servers);
 //! - warm calls: then `list_concepts` and `get_concept` round trips (median of 200);
 //! - peak RSS of the server (`VmHWM`) after those calls.
 //!

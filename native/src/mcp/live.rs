@@ -8,13 +8,12 @@
 
 use crate::discover::{self, Project};
 use crate::error::Error;
-use crate::project::{self, LoadOptions};
+use crate::project::{self, LoadOptions, Stamp};
 use crate::walk;
 use okfit_core::bundle::Bundle;
 use okfit_core::doc::{self, Document, ParseOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 /// Whether anything under the bundle changed since the last look.
 #[cfg(target_os = "linux")]
@@ -76,19 +75,8 @@ impl Watch {
     }
 }
 
-/// What identifies a file version without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    modified: Option<SystemTime>,
-}
-
 fn stamp(p: &Path) -> Option<Stamp> {
-    let m = std::fs::metadata(p).ok()?;
-    Some(Stamp {
-        len: m.len(),
-        modified: m.modified().ok(),
-    })
+    Stamp::of(p)
 }
 
 struct Loaded {
@@ -201,14 +189,12 @@ fn load_full(project: Project, config_stamp: Option<Stamp>) -> Result<Loaded, Er
     // `now: None`: staleness is computed per call, not baked into the parse.
     let loaded = project::load(&project, &opts)?;
     let root = &project.bundle_root;
-    let stamps = loaded
-        .bundle
-        .docs
-        .iter()
-        .map(|d| d.path.clone())
-        .chain(loaded.bundle.assets.iter().cloned())
-        .filter_map(|p| stamp(&root.join(&p)).map(|s| (p, s)))
-        .collect();
+    let mut stamps: HashMap<String, Stamp> = loaded.stamps.into_iter().collect();
+    for a in &loaded.bundle.assets {
+        if let Some(s) = stamp(&root.join(a)) {
+            stamps.insert(a.clone(), s);
+        }
+    }
     Ok(Loaded {
         project,
         config_stamp,

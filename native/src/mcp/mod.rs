@@ -379,6 +379,12 @@ pub fn serve_stdio() -> i32 {
         }
     };
     eprintln!("okfit-mcp serving {shown} over stdio");
+    // Parse the bundle while the client is still shaking hands; the first
+    // call waits for it instead of starting it.
+    let warm = server.clone();
+    std::thread::spawn(move || {
+        let _ = warm.live().fresh();
+    });
     rt.block_on(async move {
         let (transport, pump) = transport::stdio();
         let pump = tokio::spawn(pump);
