@@ -240,6 +240,21 @@ impl Server {
     }
 }
 
+/// Runs blocking work (file reads, parsing) off the async workers, then
+/// announces a changed set of concepts when the work found one.
+async fn off_thread<T: Send + 'static>(
+    context: &RequestContext<RoleServer>,
+    work: impl FnOnce() -> (T, bool) + Send + 'static,
+) -> Result<T, ErrorData> {
+    let (value, changed) = tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    if changed {
+        let _ = context.peer.notify_resource_list_changed().await;
+    }
+    Ok(value)
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -272,16 +287,12 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let this = self.clone();
         let name = request.name.to_string();
-        let result = tokio::task::spawn_blocking(move || {
+        let r = off_thread(&context, move || {
             let changed = this.concepts_changed();
             (this.call(&name, request.arguments), changed)
         })
-        .await
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        if result.1 {
-            let _ = context.peer.notify_resource_list_changed().await;
-        }
-        result.0.map(Into::into)
+        .await?;
+        r.map(Into::into)
     }
 
     async fn list_resources(
@@ -290,12 +301,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let this = self.clone();
-        let (r, changed) = tokio::task::spawn_blocking(move || this.resources())
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        if changed {
-            let _ = context.peer.notify_resource_list_changed().await;
-        }
+        let r = off_thread(&context, move || this.resources()).await?;
         Ok(ListResourcesResult::with_all_items(r))
     }
 
@@ -305,12 +311,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let this = self.clone();
-        let (r, changed) = tokio::task::spawn_blocking(move || this.read(&request.uri))
-            .await
-            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        if changed {
-            let _ = context.peer.notify_resource_list_changed().await;
-        }
+        let r = off_thread(&context, move || this.read(&request.uri)).await?;
         Ok(r?.into())
     }
 }
