@@ -197,6 +197,10 @@ pub struct ParseOptions<'a> {
     /// Compute every concept's body digest (otherwise only where one is
     /// recorded; see [`crate::bundle::Bundle::digests_needed`]).
     pub digests: bool,
+    /// Make lint findings and ranges. Off for a model that only answers
+    /// queries (conformance findings are always made: they decide what is a
+    /// concept).
+    pub diagnostics: bool,
 }
 
 /// True when `path`'s file name is a reserved name (`index.md`, `log.md`).
@@ -291,17 +295,21 @@ pub fn file_body_digest(text: &str) -> String {
 struct Ctx<'a> {
     path: &'a str,
     text: &'a str,
-    pos: Positions<'a>,
+    /// `None` when diagnostics are not wanted: ranges are then skipped.
+    pos: Option<Positions<'a>>,
     cfg: &'a Config,
     diags: Vec<Diagnostic>,
 }
 
 impl Ctx<'_> {
     fn range(&self, start: usize, end: usize) -> Option<Range> {
-        Some(self.pos.range(start, end))
+        self.pos.as_ref().map(|p| p.range(start, end))
     }
 
     fn lint(&mut self, code: &'static str, message: String, range: Option<Range>) {
+        if self.pos.is_none() {
+            return;
+        }
         if let Some(sev) = self.cfg.severity(code) {
             self.diags.push(Diagnostic {
                 source: Tier::Lint,
@@ -357,7 +365,7 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
     let mut cx = Ctx {
         path,
         text,
-        pos: Positions::new(text),
+        pos: opts.diagnostics.then(|| Positions::new(text)),
         cfg: opts.config,
         diags: vec![],
     };
@@ -458,14 +466,14 @@ fn decode_yaml(cx: &mut Ctx, b: &frontmatter::Block) -> Option<Value> {
             let range = e
                 .location()
                 .and_then(|l| offset_of(yaml, l.line() as usize, l.column() as usize))
-                .map(|o| {
+                .and_then(|o| {
                     let s = b.yaml_start + o;
                     let end = cx.text[s..]
                         .find(['\n', '\r'])
                         .map_or(cx.text.len(), |x| s + x)
                         .max(s + 1)
                         .min(b.yaml_end.max(s));
-                    cx.pos.range(s, end)
+                    cx.range(s, end)
                 })
                 .or_else(|| cx.range(b.open, b.close_end));
             cx.conformance("frontmatter-unparseable", msg, range);
@@ -1273,7 +1281,11 @@ fn decode_concept(
             range: cx.range(body_start + l.span.start, body_start + l.span.end),
         });
     }
-    let tokens = markdown::footnote_tokens(body, &scan.code);
+    let tokens = if cx.pos.is_some() {
+        markdown::footnote_tokens(body, &scan.code)
+    } else {
+        vec![]
+    };
     if !tokens.is_empty() {
         let source_ids: Vec<&str> = match map.get("sources") {
             Some(Value::Array(a)) => a

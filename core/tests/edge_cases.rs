@@ -23,6 +23,7 @@ fn load_bytes(files: &[(&str, &[u8])], cfg: &Config, now: Option<&str>) -> Bundl
         now: now.map(|n| parse_now(n).unwrap()),
         keep_frontmatter: true,
         digests: true,
+        diagnostics: true,
     };
     Bundle::load(files.iter().copied(), &opts)
 }

@@ -25,6 +25,7 @@ fn check(files: &[(&str, &[u8])], cfg: &Config) -> Report {
         now: Some(parse_now("2026-09-01T00:00:00Z").unwrap()),
         keep_frontmatter: true,
         digests: true,
+        diagnostics: true,
     };
     let bundle = Bundle::load(files.iter().copied(), &opts);
     let report = validate(&bundle, cfg, vec![]);
@@ -301,7 +302,7 @@ proptest! {
     #[test]
     fn resolve_never_panics(from in "[a-z/]{0,12}\\.md", raw in any::<String>()) {
         let opts_cfg = cfg_none();
-        let opts = ParseOptions { config: &opts_cfg, now: None, keep_frontmatter: false, digests: false };
+        let opts = ParseOptions { config: &opts_cfg, now: None, keep_frontmatter: false, digests: false, diagnostics: true };
         let files: [(&str, &[u8]); 3] = [("a.md", HEADER.as_bytes()), ("sub/b.md", HEADER.as_bytes()), ("img/x.png", b"")];
         let b = Bundle::load(files.iter().copied(), &opts);
         for field in [None, Some("resource"), Some("sources.resource")] {

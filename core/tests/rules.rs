@@ -32,6 +32,7 @@ fn load(files: &[(&str, &str)], cfg: &Config, now: Option<&str>) -> Bundle {
         now: now.map(|n| parse_now(n).unwrap()),
         keep_frontmatter: true,
         digests: true,
+        diagnostics: true,
     };
     Bundle::load(files.iter().map(|(p, t)| (*p, t.as_bytes())), &opts)
 }

@@ -54,6 +54,8 @@ pub struct LoadOptions {
     /// Look up the bundle's git repository while parsing (for the git tier
     /// of `generated-at-drift`).
     pub git: bool,
+    /// Skip lint findings and ranges: the bundle only answers queries.
+    pub no_diagnostics: bool,
 }
 
 /// A loaded bundle and the findings the walk made.
@@ -70,8 +72,16 @@ pub struct Loaded {
 
 /// Walks and parses the project's bundle.
 pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
+    load_walked(project, walk::walk(&project.bundle_root)?, opts)
+}
+
+/// [`load`] over a walk already made.
+pub fn load_walked(
+    project: &Project,
+    walked: walk::Walked,
+    opts: &LoadOptions,
+) -> Result<Loaded, Error> {
     let root = &project.bundle_root;
-    let walked = walk::walk(root)?;
     // Two short git calls, run while the files are parsed.
     let repo = opts.git.then(|| {
         let r = root.clone();
@@ -83,6 +93,7 @@ pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
         now: opts.now,
         keep_frontmatter: opts.keep_frontmatter,
         digests: false,
+        diagnostics: !opts.no_diagnostics,
     };
     // Overlay paths are checked against the directories on disk.
     let overlay = if opts.documents.is_empty() {

@@ -141,10 +141,10 @@ impl Live {
             let before: Option<Vec<String>> = self.loaded.as_ref().map(|l| ids(&l.bundle));
             self.loaded = None;
             // Watch first, so a change made during the load is not missed.
-            let dirs = walk::walk(&project.bundle_root)?.dirs;
-            self.watch = Watch::new(&dirs);
+            let walked = walk::walk(&project.bundle_root)?;
+            self.watch = Watch::new(&walked.dirs);
             self.pending = false;
-            let loaded = load_full(project, cstamp)?;
+            let loaded = load_full(project, walked, cstamp)?;
             change.concepts_changed = before.is_some_and(|b| b != ids(&loaded.bundle));
             self.loaded = Some(loaded);
         } else if self.poll() {
@@ -179,15 +179,23 @@ fn parse_opts(project: &Project) -> ParseOptions<'_> {
         now: None,
         keep_frontmatter: false,
         digests: false,
+        diagnostics: false,
     }
 }
 
-fn load_full(project: Project, config_stamp: Option<Stamp>) -> Result<Loaded, Error> {
+fn load_full(
+    project: Project,
+    walked: walk::Walked,
+    config_stamp: Option<Stamp>,
+) -> Result<Loaded, Error> {
     // Frontmatter mappings are not kept (get_concept re-reads its one file),
     // which keeps a 10,000-concept bundle well under 100 MB.
-    let opts = LoadOptions::default();
+    let opts = LoadOptions {
+        no_diagnostics: true,
+        ..LoadOptions::default()
+    };
     // `now: None`: staleness is computed per call, not baked into the parse.
-    let loaded = project::load(&project, &opts)?;
+    let loaded = project::load_walked(&project, walked, &opts)?;
     let root = &project.bundle_root;
     let mut stamps: HashMap<String, Stamp> = loaded.stamps.into_iter().collect();
     for a in &loaded.bundle.assets {
