@@ -37,7 +37,8 @@ fn read_stamped(p: &std::path::Path) -> std::io::Result<(Vec<u8>, Stamp)> {
     use std::io::Read;
     let mut f = std::fs::File::open(p)?;
     let meta = f.metadata()?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // One spare byte lets read_to_end see EOF without growing the buffer.
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     f.read_to_end(&mut bytes)?;
     Ok((bytes, Stamp::from_meta(&meta)))
 }
@@ -56,6 +57,8 @@ pub struct LoadOptions {
     pub git: bool,
     /// Skip lint findings and ranges: the bundle only answers queries.
     pub no_diagnostics: bool,
+    /// Record each Markdown file's [`Stamp`] in [`Loaded::stamps`].
+    pub stamps: bool,
 }
 
 /// A loaded bundle and the findings the walk made.
@@ -66,7 +69,7 @@ pub struct Loaded {
     pub extra: Vec<Diagnostic>,
     /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
     pub repo: Option<Option<crate::git::Repo>>,
-    /// The stamp of every Markdown file read from disk.
+    /// The stamp of every Markdown file read from disk, when asked for.
     pub stamps: Vec<(String, Stamp)>,
 }
 
@@ -113,7 +116,8 @@ pub fn load_walked(
         .files
         .into_iter()
         .partition(|(p, _)| p.ends_with(".md"));
-    let (mut docs, stamps): (Vec<doc::Document>, Vec<(String, Stamp)>) = md
+    let stamps = std::sync::Mutex::new(Vec::new());
+    let mut docs: Vec<doc::Document> = md
         .par_iter()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
         .map(|(rel, abs)| {
@@ -122,11 +126,15 @@ pub fn load_walked(
                 root: root.clone(),
                 source: e,
             })?;
-            Ok((doc::parse(rel, &bytes, &popts), (rel.clone(), stamp)))
+            if opts.stamps {
+                if let Ok(mut s) = stamps.lock() {
+                    s.push((rel.clone(), stamp));
+                }
+            }
+            Ok(doc::parse(rel, &bytes, &popts))
         })
-        .collect::<Result<Vec<_>, Error>>()?
-        .into_iter()
-        .unzip();
+        .collect::<Result<Vec<_>, Error>>()?;
+    let stamps = stamps.into_inner().unwrap_or_default();
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }

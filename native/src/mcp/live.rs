@@ -192,6 +192,7 @@ fn load_full(
     // which keeps a 10,000-concept bundle well under 100 MB.
     let opts = LoadOptions {
         no_diagnostics: true,
+        stamps: true,
         ..LoadOptions::default()
     };
     // `now: None`: staleness is computed per call, not baked into the parse.
