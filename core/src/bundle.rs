@@ -55,6 +55,7 @@ pub struct Bundle {
     dirs: HashSet<String>,
     short: std::sync::OnceLock<ShortIds>,
     by_id: std::sync::OnceLock<Vec<usize>>,
+    graph: std::sync::OnceLock<Graph>,
 }
 
 /// Short ids (reference langonrock §3.3) both ways.
@@ -151,6 +152,7 @@ impl Bundle {
             dirs,
             short: std::sync::OnceLock::new(),
             by_id: std::sync::OnceLock::new(),
+            graph: std::sync::OnceLock::new(),
         }
     }
 
@@ -267,6 +269,29 @@ impl Bundle {
         if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(path)) {
             if let Some(c) = self.docs[i].concept.as_mut() {
                 c.body_digest = Some(digest);
+            }
+        }
+    }
+
+    /// Paths of documents whose body scan is still to come.
+    pub fn bodies_pending(&self) -> Vec<String> {
+        self.docs
+            .iter()
+            .filter(|d| d.body_pending)
+            .map(|d| d.path.clone())
+            .collect()
+    }
+
+    /// Completes a document parsed without its body (see
+    /// [`crate::doc::body_links`]): body links follow the frontmatter ones.
+    pub fn fill_body(&mut self, path: &str, links: Vec<Link>, slugs: Vec<String>) {
+        if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(path)) {
+            let d = &mut self.docs[i];
+            if d.body_pending {
+                d.links.extend(links);
+                d.slugs = slugs;
+                d.body_pending = false;
+                self.graph = std::sync::OnceLock::new();
             }
         }
     }
@@ -412,8 +437,12 @@ impl Bundle {
     }
 
     /// The link graph: nodes (concepts first, in path order, then targets as
-    /// met) and edges in link order.
-    pub fn graph(&self) -> Graph {
+    /// met) and edges in link order. Built once per bundle.
+    pub fn graph(&self) -> &Graph {
+        self.graph.get_or_init(|| self.build_graph())
+    }
+
+    fn build_graph(&self) -> Graph {
         let mut g = Graph::default();
         let mut index: HashMap<String, usize> = HashMap::default();
         for (_, c) in self.concepts() {

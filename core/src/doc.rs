@@ -184,6 +184,9 @@ pub struct Document {
     pub links: Vec<Link>,
     /// Heading slugs (for `#fragment` checks).
     pub slugs: Vec<String>,
+    /// The body was not scanned ([`ParseOptions::skip_body`]): body links
+    /// and slugs are still to come (see [`body_links`]).
+    pub body_pending: bool,
 }
 
 /// Inputs that shape per-file findings.
@@ -201,6 +204,9 @@ pub struct ParseOptions<'a> {
     /// queries (conformance findings are always made: they decide what is a
     /// concept).
     pub diagnostics: bool,
+    /// Leave the Markdown body unscanned (no body links, slugs or footnote
+    /// findings) for a query model that fills them in on demand.
+    pub skip_body: bool,
 }
 
 /// True when `path`'s file name is a reserved name (`index.md`, `log.md`).
@@ -261,6 +267,28 @@ pub fn body_digest(body: &str) -> [u8; 32] {
         h.update(&b[start..]);
     }
     h.finalize().into()
+}
+
+/// The body links (in document order, without ranges) and heading slugs of
+/// a file's text: what a parse with [`ParseOptions::skip_body`] left out.
+pub fn body_links(text: &str) -> (Vec<Link>, Vec<String>) {
+    let body = match frontmatter::split(text) {
+        Split::Present(b) => &text[b.body_start..],
+        Split::Absent { body_start } => &text[body_start..],
+        Split::Unclosed { .. } => "",
+    };
+    let scan = markdown::scan_body(body);
+    let links = scan
+        .links
+        .into_iter()
+        .map(|l| Link {
+            raw: l.dest,
+            source: LinkSource::Body,
+            field: None,
+            range: None,
+        })
+        .collect();
+    (links, scan.slugs)
 }
 
 /// The decoded frontmatter mapping of a file's text, when it has one.
@@ -343,6 +371,7 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
         diagnostics: vec![],
         links: vec![],
         slugs: vec![],
+        body_pending: false,
     };
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
@@ -399,14 +428,18 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
                 );
             }
             check_log(&mut cx, body, body_start);
-            doc.slugs = markdown::scan_body(body).slugs;
+            if !opts.skip_body {
+                doc.slugs = markdown::scan_body(body).slugs;
+            }
         }
         Kind::Index => {
             if let Some(b) = &block {
                 check_index_frontmatter(&mut cx, b);
             }
             check_index(&mut cx, body, body_start);
-            doc.slugs = markdown::scan_body(body).slugs;
+            if !opts.skip_body {
+                doc.slugs = markdown::scan_body(body).slugs;
+            }
         }
         _ => {
             let Some(b) = block else {
@@ -427,6 +460,7 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
                         doc.concept = Some(concept);
                         doc.links = links;
                         doc.slugs = slugs;
+                        doc.body_pending = opts.skip_body;
                     }
                 },
             }
@@ -1272,7 +1306,11 @@ fn decode_concept(
 
     // Body: links, headings, footnotes, digest.
     let body_start = b.body_start;
-    let scan = markdown::scan_body(body);
+    let scan = if opts.skip_body {
+        markdown::BodyScan::default()
+    } else {
+        markdown::scan_body(body)
+    };
     for l in &scan.links {
         links.push(Link {
             raw: l.dest.clone(),

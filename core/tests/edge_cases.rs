@@ -24,6 +24,7 @@ fn load_bytes(files: &[(&str, &[u8])], cfg: &Config, now: Option<&str>) -> Bundl
         keep_frontmatter: true,
         digests: true,
         diagnostics: true,
+        skip_body: false,
     };
     Bundle::load(files.iter().copied(), &opts)
 }

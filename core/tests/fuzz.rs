@@ -26,6 +26,7 @@ fn check(files: &[(&str, &[u8])], cfg: &Config) -> Report {
         keep_frontmatter: true,
         digests: true,
         diagnostics: true,
+        skip_body: false,
     };
     let bundle = Bundle::load(files.iter().copied(), &opts);
     let report = validate(&bundle, cfg, vec![]);
@@ -302,7 +303,7 @@ proptest! {
     #[test]
     fn resolve_never_panics(from in "[a-z/]{0,12}\\.md", raw in any::<String>()) {
         let opts_cfg = cfg_none();
-        let opts = ParseOptions { config: &opts_cfg, now: None, keep_frontmatter: false, digests: false, diagnostics: true };
+        let opts = ParseOptions { config: &opts_cfg, now: None, keep_frontmatter: false, digests: false, diagnostics: true, skip_body: false };
         let files: [(&str, &[u8]); 3] = [("a.md", HEADER.as_bytes()), ("sub/b.md", HEADER.as_bytes()), ("img/x.png", b"")];
         let b = Bundle::load(files.iter().copied(), &opts);
         for field in [None, Some("resource"), Some("sources.resource")] {

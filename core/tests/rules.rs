@@ -33,6 +33,7 @@ fn load(files: &[(&str, &str)], cfg: &Config, now: Option<&str>) -> Bundle {
         keep_frontmatter: true,
         digests: true,
         diagnostics: true,
+        skip_body: false,
     };
     Bundle::load(files.iter().map(|(p, t)| (*p, t.as_bytes())), &opts)
 }

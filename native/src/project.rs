@@ -55,7 +55,8 @@ pub struct LoadOptions {
     /// Look up the bundle's git repository while parsing (for the git tier
     /// of `generated-at-drift`).
     pub git: bool,
-    /// Skip lint findings and ranges: the bundle only answers queries.
+    /// Skip lint findings, ranges and body scans: the bundle only answers
+    /// queries and fills bodies in on demand ([`okfit_core::doc::body_links`]).
     pub no_diagnostics: bool,
     /// Record each Markdown file's [`Stamp`] in [`Loaded::stamps`].
     pub stamps: bool,
@@ -97,6 +98,7 @@ pub fn load_walked(
         keep_frontmatter: opts.keep_frontmatter,
         digests: false,
         diagnostics: !opts.no_diagnostics,
+        skip_body: opts.no_diagnostics,
     };
     // Overlay paths are checked against the directories on disk.
     let overlay = if opts.documents.is_empty() {

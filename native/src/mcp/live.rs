@@ -119,6 +119,41 @@ impl Live {
         self.loaded.is_some() && self.pending
     }
 
+    /// Scans the bodies of `only` (a bundle-relative path), or of every
+    /// document, that were parsed without them; body links and slugs are
+    /// needed by the link graph and by `get_concept`.
+    pub fn fill_bodies(&mut self, only: Option<&str>) -> Result<(), Error> {
+        let Some(l) = self.loaded.as_mut() else {
+            return Ok(());
+        };
+        let pending: Vec<String> = match only {
+            Some(p) => l
+                .bundle
+                .doc(p)
+                .filter(|d| d.body_pending)
+                .map(|d| vec![d.path.clone()])
+                .unwrap_or_default(),
+            None => l.bundle.bodies_pending(),
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let root = l.project.bundle_root.clone();
+        use rayon::prelude::*;
+        let scanned: Vec<(String, Vec<doc::Link>, Vec<String>)> = pending
+            .par_iter()
+            .filter_map(|p| {
+                let bytes = std::fs::read(root.join(p)).ok()?;
+                let (links, slugs) = doc::body_links(&String::from_utf8_lossy(&bytes));
+                Some((p.clone(), links, slugs))
+            })
+            .collect();
+        for (p, links, slugs) in scanned {
+            l.bundle.fill_body(&p, links, slugs);
+        }
+        Ok(())
+    }
+
     /// Resolves the project (config discovery) without loading the bundle.
     pub fn project(&self) -> Result<Project, Error> {
         discover::resolve(None, &self.start, None)
@@ -180,6 +215,7 @@ fn parse_opts(project: &Project) -> ParseOptions<'_> {
         keep_frontmatter: false,
         digests: false,
         diagnostics: false,
+        skip_body: true,
     }
 }
 

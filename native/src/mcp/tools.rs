@@ -235,11 +235,18 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
         "list_concepts" => list(live, args),
         "get_concept" => {
             let id = id_arg(args)?;
+            let path = {
+                let (_, b, _) = live.fresh()?;
+                find(b, &id)?.0.path.clone()
+            };
+            live.fill_bodies(Some(&path))?;
             let (p, b, _) = live.fresh()?;
             get(p, b, &id)
         }
         "concept_neighbors" => {
             let id = id_arg(args)?;
+            live.fresh()?;
+            live.fill_bodies(None)?;
             let (_, b, _) = live.fresh()?;
             let (_, c) = find(b, &id)?;
             let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
