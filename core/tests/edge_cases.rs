@@ -2,36 +2,24 @@
 //! points SPEC §2 settles, one test each.
 
 use okfit_core::bundle::{validate, Bundle, Report};
-use okfit_core::config::{self, Config};
-use okfit_core::diag::{Diagnostic, Severity, Tier};
-use okfit_core::doc::{Kind, ParseOptions};
+use okfit_core::config::Config;
+use okfit_core::diag::{Severity, Tier};
+use okfit_core::doc::Kind;
 use okfit_core::text::Range;
 use okfit_core::time::parse_now;
 use serde_json::Value;
 use std::sync::mpsc;
 use std::time::Duration;
 
-const NONE: &str = "[bundle]\nprofile = \"none\"\n";
+mod common;
+use common::{none, none_of, single};
 
-fn none() -> Config {
-    config::resolve(Some(NONE)).unwrap()
+fn load(files: &[(&str, &str)], now: Option<&str>) -> Bundle {
+    common::load_text(files, &none(), now)
 }
 
 fn load_bytes(files: &[(&str, &[u8])], cfg: &Config, now: Option<&str>) -> Bundle {
-    let opts = ParseOptions {
-        config: cfg,
-        now: now.map(|n| parse_now(n).unwrap()),
-        keep_frontmatter: true,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    Bundle::load(files.iter().copied(), &opts)
-}
-
-fn load(files: &[(&str, &str)], now: Option<&str>) -> Bundle {
-    let v: Vec<(&str, &[u8])> = files.iter().map(|(p, t)| (*p, t.as_bytes())).collect();
-    load_bytes(&v, &none(), now)
+    common::load_bytes(files, cfg, now)
 }
 
 fn run(files: &[(&str, &str)]) -> Report {
@@ -40,24 +28,6 @@ fn run(files: &[(&str, &str)]) -> Report {
 
 fn run_at(files: &[(&str, &str)], now: &str) -> Report {
     validate(&load(files, Some(now)), &none(), vec![])
-}
-
-fn with_code<'a>(r: &'a Report, code: &str) -> Vec<&'a Diagnostic> {
-    r.diagnostics.iter().filter(|d| d.code == code).collect()
-}
-
-fn single<'a>(r: &'a Report, code: &str) -> &'a Diagnostic {
-    let v = with_code(r, code);
-    assert_eq!(v.len(), 1, "expected one {code}, got {:#?}", r.diagnostics);
-    v[0]
-}
-
-fn none_of(r: &Report, code: &str) {
-    assert!(
-        with_code(r, code).is_empty(),
-        "expected no {code}, got {:#?}",
-        r.diagnostics
-    );
 }
 
 fn assert_clean(r: &Report) {

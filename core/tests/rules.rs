@@ -5,37 +5,30 @@
 use okfit_core::bundle::{validate, Bundle, NodeKind, Report, Resolution};
 use okfit_core::config::{self, Config};
 use okfit_core::diag::{Diagnostic, Severity, Tier};
-use okfit_core::doc::{file_body_digest, Kind, ParseOptions};
+use okfit_core::doc::{file_body_digest, Kind};
 use okfit_core::text::Range;
 use okfit_core::time::parse_now;
 use sha2::{Digest, Sha256};
 
 // ---------------------------------------------------------------- helpers
 
-const NONE: &str = "[bundle]\nprofile = \"none\"\n";
+mod common;
+use common::{none_of, single, with_code, NONE};
 
 fn cfg(text: &str) -> Config {
     config::resolve(Some(text)).unwrap()
-}
-
-fn none() -> Config {
-    cfg(NONE)
 }
 
 fn default_cfg() -> Config {
     config::resolve(None).unwrap()
 }
 
+fn none() -> Config {
+    cfg(NONE)
+}
+
 fn load(files: &[(&str, &str)], cfg: &Config, now: Option<&str>) -> Bundle {
-    let opts = ParseOptions {
-        config: cfg,
-        now: now.map(|n| parse_now(n).unwrap()),
-        keep_frontmatter: true,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    Bundle::load(files.iter().map(|(p, t)| (*p, t.as_bytes())), &opts)
+    common::load_text(files, cfg, now)
 }
 
 fn run_at(files: &[(&str, &str)], cfg: &Config, now: Option<&str>) -> Report {
@@ -44,25 +37,6 @@ fn run_at(files: &[(&str, &str)], cfg: &Config, now: Option<&str>) -> Report {
 
 fn run(files: &[(&str, &str)], cfg: &Config) -> Report {
     run_at(files, cfg, None)
-}
-
-fn with_code<'a>(r: &'a Report, code: &str) -> Vec<&'a Diagnostic> {
-    r.diagnostics.iter().filter(|d| d.code == code).collect()
-}
-
-/// Exactly one diagnostic with this code.
-fn single<'a>(r: &'a Report, code: &str) -> &'a Diagnostic {
-    let v = with_code(r, code);
-    assert_eq!(v.len(), 1, "expected one {code}, got {:#?}", r.diagnostics);
-    v[0]
-}
-
-fn none_of(r: &Report, code: &str) {
-    assert!(
-        with_code(r, code).is_empty(),
-        "expected no {code}, got {:#?}",
-        r.diagnostics
-    );
 }
 
 fn assert_diag(
