@@ -154,6 +154,14 @@ impl Live {
         Ok(())
     }
 
+    /// The bundle as the last [`Live::fresh`] left it (no refresh).
+    pub fn current(&self) -> Result<(&Project, &Bundle), Error> {
+        self.loaded
+            .as_ref()
+            .map(|l| (&l.project, &l.bundle))
+            .ok_or_else(|| Error::Io("bundle not loaded".into()))
+    }
+
     /// Resolves the project (config discovery) without loading the bundle.
     pub fn project(&self) -> Result<Project, Error> {
         discover::resolve(None, &self.start, None)

@@ -240,14 +240,14 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
                 find(b, &id)?.0.path.clone()
             };
             live.fill_bodies(Some(&path))?;
-            let (p, b, _) = live.fresh()?;
+            let (p, b) = live.current()?;
             get(p, b, &id)
         }
         "concept_neighbors" => {
             let id = id_arg(args)?;
             live.fresh()?;
             live.fill_bodies(None)?;
-            let (_, b, _) = live.fresh()?;
+            let (_, b) = live.current()?;
             let (_, c) = find(b, &id)?;
             let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
             Ok(json!({"outgoing": outgoing, "incoming": incoming}))
