@@ -182,7 +182,8 @@ pub struct Document {
     pub diagnostics: Vec<Diagnostic>,
     /// Outgoing links (concepts only): frontmatter fields first, then body.
     pub links: Vec<Link>,
-    /// Heading slugs (for `#fragment` checks).
+    /// Heading slugs of a concept (for `#fragment` checks; links into
+    /// reserved documents are never fragment-checked).
     pub slugs: Vec<String>,
     /// The body was not scanned ([`ParseOptions::skip_body`]): body links
     /// and slugs are still to come (see [`body_links`]).
@@ -428,18 +429,12 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
                 );
             }
             check_log(&mut cx, body, body_start);
-            if !opts.skip_body {
-                doc.slugs = markdown::scan_body(body).slugs;
-            }
         }
         Kind::Index => {
             if let Some(b) = &block {
                 check_index_frontmatter(&mut cx, b);
             }
             check_index(&mut cx, body, body_start);
-            if !opts.skip_body {
-                doc.slugs = markdown::scan_body(body).slugs;
-            }
         }
         _ => {
             let Some(b) = block else {

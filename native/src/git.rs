@@ -111,21 +111,29 @@ impl Repo {
             .ok()?
             .to_string_lossy()
             .replace('\\', "/");
-        let scope = if prefix.is_empty() {
-            "."
-        } else {
-            prefix.as_str()
-        };
-        let tracked = git(&top, &["ls-tree", "-r", "--name-only", "HEAD", "--", scope])
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        Some(Repo {
+        let mut repo = Repo {
             top,
             prefix,
-            tracked,
-        })
+            tracked: HashSet::new(),
+        };
+        repo.tracked = git(
+            &repo.top,
+            &["ls-tree", "-r", "--name-only", "HEAD", "--", repo.scope()],
+        )
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+        Some(repo)
+    }
+
+    /// The bundle's directory as a git pathspec.
+    fn scope(&self) -> &str {
+        if self.prefix.is_empty() {
+            "."
+        } else {
+            &self.prefix
+        }
     }
 
     fn path(&self, rel: &str) -> String {
@@ -156,12 +164,8 @@ pub fn drift(
     let top = &repo.top;
     let tracked = &repo.tracked;
     let repo_path = |rel: &str| repo.path(rel);
-    let scope = if repo.prefix.is_empty() {
-        ".".to_string()
-    } else {
-        repo.prefix.clone()
-    };
-    let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", &scope])
+    let scope = repo.scope();
+    let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", scope])
         .unwrap_or_default()
         .lines()
         .map(str::to_string)
@@ -176,7 +180,7 @@ pub fn drift(
             "--name-only",
             "--format=%x01%H %aI",
             "--",
-            &scope,
+            scope,
         ],
     )
     .unwrap_or_default();

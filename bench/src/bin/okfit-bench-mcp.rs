@@ -113,9 +113,8 @@ impl Session {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+fn median(v: Vec<f64>) -> f64 {
+    okfit_bench::measure::stats(&v).map_or(f64::NAN, |s| s.median)
 }
 
 fn ms(d: Duration) -> f64 {

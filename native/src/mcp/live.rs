@@ -92,13 +92,7 @@ pub struct Live {
     loaded: Option<Loaded>,
     watch: Option<Watch>,
     pending: bool,
-}
-
-/// What changed in the set of concepts during a refresh.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Change {
-    /// Concepts were added or removed.
-    pub concepts_changed: bool,
+    unannounced: bool,
 }
 
 impl Live {
@@ -109,6 +103,7 @@ impl Live {
             loaded: None,
             watch: None,
             pending: false,
+            unannounced: false,
         }
     }
 
@@ -168,7 +163,7 @@ impl Live {
     }
 
     /// Brings the bundle up to date and returns it with its project.
-    pub fn fresh(&mut self) -> Result<(&Project, &Bundle, Change), Error> {
+    pub fn fresh(&mut self) -> Result<(&Project, &Bundle), Error> {
         // The config is re-read only when discovery finds another file or
         // the file's metadata changed.
         let (found, _) = discover::find(&discover::absolute(&self.start));
@@ -177,7 +172,6 @@ impl Live {
             .loaded
             .as_ref()
             .is_some_and(|l| l.project.config_path == found && l.config_stamp == cstamp);
-        let mut change = Change::default();
         if !same_config {
             let project = self.project()?;
             let cstamp = project.config_path.as_deref().and_then(stamp);
@@ -188,27 +182,31 @@ impl Live {
             self.watch = Watch::new(&walked.dirs);
             self.pending = false;
             let loaded = load_full(project, walked, cstamp)?;
-            change.concepts_changed = before.is_some_and(|b| b != ids(&loaded.bundle));
+            self.unannounced |= before.is_some_and(|b| b != ids(&loaded.bundle));
             self.loaded = Some(loaded);
         } else if self.poll() {
             self.pending = false;
             if let Some(l) = self.loaded.as_mut() {
-                let (c, dirs) = refresh(l)?;
-                change = c;
-                if self.watch.is_some() {
-                    // New directories need watches of their own.
-                    self.watch = Watch::new(&dirs);
-                    if let Some(l) = self.loaded.as_mut() {
-                        change.concepts_changed |= refresh(l)?.0.concepts_changed;
-                    }
+                let walked = walk::walk(&l.project.bundle_root)?;
+                if let Some(old) = self.watch.as_mut() {
+                    // New directories need watches of their own: the new
+                    // watch covers every directory walked, and a change made
+                    // between the walk and the new watch is still in the old
+                    // one, so it is not lost.
+                    let new = Watch::new(&walked.dirs);
+                    self.pending = old.changed();
+                    self.watch = new;
                 }
+                self.unannounced |= refresh(l, walked)?;
             }
         }
-        let l = self
-            .loaded
-            .as_ref()
-            .ok_or_else(|| Error::Io("bundle not loaded".into()))?;
-        Ok((&l.project, &l.bundle, change))
+        self.current()
+    }
+
+    /// Whether the set of concepts changed since this was last asked (then
+    /// `notifications/resources/list_changed` is due).
+    pub fn take_change(&mut self) -> bool {
+        std::mem::take(&mut self.unannounced)
     }
 }
 
@@ -256,11 +254,10 @@ fn load_full(
     })
 }
 
-/// Re-walks the bundle and re-parses only files whose metadata changed;
-/// returns what changed and the directories walked.
-fn refresh(l: &mut Loaded) -> Result<(Change, Vec<PathBuf>), Error> {
+/// Re-parses only the walked files whose metadata changed; true when the
+/// set of concepts changed.
+fn refresh(l: &mut Loaded, walked: walk::Walked) -> Result<bool, Error> {
     let root = l.project.bundle_root.clone();
-    let walked = walk::walk(&root)?;
     let mut stamps = HashMap::with_capacity(walked.files.len());
     let mut changed: Vec<(String, PathBuf)> = vec![];
     for (rel, abs) in &walked.files {
@@ -272,7 +269,7 @@ fn refresh(l: &mut Loaded) -> Result<(Change, Vec<PathBuf>), Error> {
     }
     let removed = l.stamps.keys().any(|k| !stamps.contains_key(k));
     if changed.is_empty() && !removed {
-        return Ok((Change::default(), walked.dirs));
+        return Ok(false);
     }
     let before = ids(&l.bundle);
     let bundle = std::mem::replace(&mut l.bundle, Bundle::from_parts(vec![], vec![]));
@@ -301,10 +298,5 @@ fn refresh(l: &mut Loaded) -> Result<(Change, Vec<PathBuf>), Error> {
         .collect();
     l.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
     l.stamps = stamps;
-    Ok((
-        Change {
-            concepts_changed: before != ids(&l.bundle),
-        },
-        walked.dirs,
-    ))
+    Ok(before != ids(&l.bundle))
 }

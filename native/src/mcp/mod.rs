@@ -157,11 +157,9 @@ impl Server {
         })
     }
 
-    /// The resources, and whether the set of concepts changed since the
-    /// last look (then `notifications/resources/list_changed` is due).
-    fn resources(&self) -> (Vec<Resource>, bool) {
+    /// The index resource and one resource per concept.
+    fn resources(&self) -> Vec<Resource> {
         let mut live = self.live();
-        let mut changed = false;
         let mut out = vec![];
         let mut index = Resource::new("okf://index", "OKF bundle index");
         index.description = Some(
@@ -169,8 +167,7 @@ impl Server {
         );
         index.mime_type = Some("text/markdown".into());
         out.push(index);
-        if let Ok((_, b, change)) = live.fresh() {
-            changed = change.concepts_changed;
+        if let Ok((_, b)) = live.fresh() {
             for (_, c) in b.concepts() {
                 let mut r = Resource::new(format!("okf://concept/{}", c.id), c.id.clone());
                 r.description = Some(c.title.clone());
@@ -178,15 +175,10 @@ impl Server {
                 out.push(r);
             }
         }
-        (out, changed)
+        out
     }
 
-    fn read(&self, uri: &str) -> (Result<ReadResourceResult, ErrorData>, bool) {
-        let changed = self.concepts_changed();
-        (self.read_now(uri), changed)
-    }
-
-    fn read_now(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         let mut live = self.live();
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
@@ -204,7 +196,7 @@ impl Server {
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             text_of(p.bundle_root.join("index.md"), "index.md")?
         } else if let Some(id) = uri.strip_prefix("okf://concept/") {
-            let (p, b, _) = live
+            let (p, b) = live
                 .fresh()
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             let (d, _) = b.find_concept(id).map_err(|_| {
@@ -230,25 +222,30 @@ impl Server {
         Ok(ReadResourceResult::new(vec![c]))
     }
 
-    /// Whether the set of concepts changed since the last look (for
-    /// `notifications/resources/list_changed`).
+    /// Refreshes the bundle; true when the set of concepts changed since
+    /// the last announcement.
     fn concepts_changed(&self) -> bool {
-        self.live()
-            .fresh()
-            .map(|(_, _, c)| c.concepts_changed)
-            .unwrap_or(false)
+        let mut live = self.live();
+        let _ = live.fresh();
+        live.take_change()
     }
 }
 
 /// Runs blocking work (file reads, parsing) off the async workers, then
 /// announces a changed set of concepts when the work found one.
 async fn off_thread<T: Send + 'static>(
+    server: &Server,
     context: &RequestContext<RoleServer>,
-    work: impl FnOnce() -> (T, bool) + Send + 'static,
+    work: impl FnOnce(&Server) -> T + Send + 'static,
 ) -> Result<T, ErrorData> {
-    let (value, changed) = tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let this = server.clone();
+    let (value, changed) = tokio::task::spawn_blocking(move || {
+        let value = work(&this);
+        let changed = this.live().take_change();
+        (value, changed)
+    })
+    .await
+    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     if changed {
         let _ = context.peer.notify_resource_list_changed().await;
     }
@@ -285,13 +282,8 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let this = self.clone();
         let name = request.name.to_string();
-        let r = off_thread(&context, move || {
-            let changed = this.concepts_changed();
-            (this.call(&name, request.arguments), changed)
-        })
-        .await?;
+        let r = off_thread(self, &context, move |s| s.call(&name, request.arguments)).await?;
         r.map(Into::into)
     }
 
@@ -300,8 +292,7 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let this = self.clone();
-        let r = off_thread(&context, move || this.resources()).await?;
+        let r = off_thread(self, &context, |s| s.resources()).await?;
         Ok(ListResourcesResult::with_all_items(r))
     }
 
@@ -310,8 +301,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let this = self.clone();
-        let r = off_thread(&context, move || this.read(&request.uri)).await?;
+        let r = off_thread(self, &context, move |s| s.read(&request.uri)).await?;
         Ok(r?.into())
     }
 }

@@ -236,7 +236,7 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
         "get_concept" => {
             let id = id_arg(args)?;
             let path = {
-                let (_, b, _) = live.fresh()?;
+                let (_, b) = live.fresh()?;
                 find(b, &id)?.0.path.clone()
             };
             live.fill_bodies(Some(&path))?;
@@ -254,7 +254,7 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
         }
         "stale_report" => {
             let now = now_arg(args)?;
-            let (_, b, _) = live.fresh()?;
+            let (_, b) = live.fresh()?;
             Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
         }
         "validate_bundle" => validate(live, args),
@@ -330,7 +330,7 @@ fn list(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
         .map(str::to_string);
     let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
     let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let (p, b, _) = live.fresh()?;
+    let (p, b) = live.fresh()?;
     let vocab = |kind: &str, requested: &str, declared: Vec<&String>| {
         let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
         Refusal::new(
