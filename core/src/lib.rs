@@ -14,6 +14,7 @@ pub mod config;
 pub mod diag;
 pub mod doc;
 pub mod frontmatter;
+pub mod kb;
 pub mod markdown;
 pub mod overlay;
 pub mod paths;

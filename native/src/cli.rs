@@ -40,16 +40,53 @@ enum Command {
     /// Query concepts.
     #[command(subcommand)]
     Query(QueryCommand),
-    /// Serve the project's bundle over MCP on stdio (same as `okfit-mcp`).
+    /// Serve knowledge over MCP on stdio (same as `okfit-mcp`).
     Mcp(McpArgs),
+    /// Store one bundle folder into a store tenant (replacing that bundle's documents).
+    Put(crate::kbcli::PutArgs),
+    /// Store every immediate non-hidden subfolder of DIR as a bundle, in one commit.
+    Import(crate::kbcli::ImportArgs),
+    /// Write every document's exact bytes into a new directory.
+    Export(crate::kbcli::ExportArgs),
+    /// Print the manifest TSV.
+    Manifest(crate::kbcli::ManifestArgs),
+    /// Rank concepts for a query (TSV).
+    Search(crate::kbcli::SearchArgs),
+    /// Fetch concepts by id (exit 1 when one is missing).
+    Get(crate::kbcli::GetArgs),
+    /// Print the snapshot digest and concept count.
+    Snapshot(crate::kbcli::SnapshotArgs),
 }
 
 /// Arguments of `okfit mcp` and `okfit-mcp`.
 #[derive(Args, Debug)]
 pub struct McpArgs {
-    /// Connection string; without one the server serves the project's bundle
-    /// (OKFIT_PROJECT_DIR, else CLAUDE_PROJECT_DIR, else the working directory).
+    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t);
+    /// without one the server serves the project's bundle (OKFIT_PROJECT_DIR,
+    /// else CLAUDE_PROJECT_DIR, else the working directory).
     pub connection: Option<String>,
+    /// Add the database tools (transact, history, restore).
+    #[arg(long)]
+    pub database_tools: bool,
+    /// Serve exactly these tools (comma-separated names from the catalogue).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub tools: Option<Vec<String>>,
+    /// Remove every tool that writes.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+impl McpArgs {
+    /// The server options these arguments ask for.
+    pub fn options(&self) -> crate::mcp::Options {
+        crate::mcp::Options {
+            connection: self.connection.clone(),
+            tools: self.tools.clone(),
+            database_tools: self.database_tools,
+            read_only: self.read_only,
+            advice: None,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -241,7 +278,14 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Lint(a) => check(a, true),
         Command::Stale(a) => stale(a),
         Command::Graph(a) => graph(a),
-        Command::Mcp(a) => crate::mcp::run(a.connection.as_deref()),
+        Command::Mcp(a) => crate::mcp::run(&a.options()),
+        Command::Put(a) => crate::kbcli::put(a),
+        Command::Import(a) => crate::kbcli::import(a),
+        Command::Export(a) => crate::kbcli::export(a),
+        Command::Manifest(a) => crate::kbcli::manifest(a),
+        Command::Search(a) => crate::kbcli::search_cmd(a),
+        Command::Get(a) => crate::kbcli::get(a),
+        Command::Snapshot(a) => crate::kbcli::snapshot(a),
         Command::Query(q) => match q {
             QueryCommand::List(a) => query_list(a),
             QueryCommand::Get(a) => query_get(a),

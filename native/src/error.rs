@@ -43,6 +43,13 @@ pub enum Error {
     ConceptNotFound(String),
     /// Any other I/O failure (writing output, spawning).
     Io(String),
+    /// A knowledge request was refused (bad name, failed precondition,
+    /// unknown bundle): the message says what to do.
+    Refused(String),
+    /// Another writer committed first; re-read and retry.
+    Conflict(String),
+    /// The store could not be read or written.
+    Store(String),
 }
 
 impl Error {
@@ -59,6 +66,9 @@ impl Error {
             Error::Usage(_) => "UsageError",
             Error::ConceptNotFound(_) => "ConceptNotFound",
             Error::Io(_) => "IoError",
+            Error::Refused(_) => "Refused",
+            Error::Conflict(_) => "Conflict",
+            Error::Store(_) => "StoreError",
         }
     }
 
@@ -66,6 +76,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Overlay(_) => 64,
+            Error::Refused(_) | Error::Conflict(_) => 1,
             _ => 3,
         }
     }
@@ -100,7 +111,9 @@ impl std::fmt::Display for Error {
             Error::ConceptNotFound(id) => {
                 write!(f, "no concept \"{}\" in this bundle", truncate(id))
             }
-            Error::Io(m) => write!(f, "{m}"),
+            Error::Io(m) | Error::Refused(m) | Error::Conflict(m) | Error::Store(m) => {
+                write!(f, "{m}")
+            }
         }
     }
 }
@@ -114,5 +127,16 @@ pub fn truncate(s: &str) -> String {
         format!("{t}…")
     } else {
         s.to_string()
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
+                Error::Conflict("database busy: another process holds the lock".into())
+            }
+            _ => Error::Store(format!("store error: {e}")),
+        }
     }
 }

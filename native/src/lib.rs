@@ -5,11 +5,16 @@
 
 pub mod cli;
 pub mod discover;
+pub mod dsn;
 pub mod error;
 pub mod git;
+pub mod kb;
+pub mod kbcli;
 pub mod mcp;
 pub mod project;
+pub mod store;
 pub mod walk;
+pub mod watch;
 
 /// This front end's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

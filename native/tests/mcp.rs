@@ -1021,7 +1021,7 @@ async fn missing_bundle_is_refused_naming_the_directory() {
     );
     // Resources: the index alone is listed, and reading it fails cleanly.
     let rs = resources(&c).await;
-    assert_eq!(uris(&rs), ["okf://index"]);
+    assert_eq!(uris(&rs), ["okf://index", "okf://manifest"]);
     assert!(read_resource(&c, "okf://index").await.is_err());
     close(c).await;
 }
@@ -1348,13 +1348,13 @@ async fn resources_are_the_index_and_one_per_concept() {
     let sb = Sandbox::new("project");
     let c = connect(&sb).await;
     let rs = resources(&c).await;
-    let mut expected = vec!["okf://index".to_string()];
+    let mut expected = vec!["okf://index".to_string(), "okf://manifest".to_string()];
     expected.extend(IDS.iter().map(|id| format!("okf://concept/{id}")));
     let mut got = uris(&rs);
     got.sort();
     expected.sort();
     assert_eq!(got, expected);
-    for r in &rs {
+    for r in rs.iter().filter(|r| r["uri"] != "okf://manifest") {
         assert_eq!(r["mimeType"], "text/markdown", "{r}");
     }
     let index = rs.iter().find(|r| r["uri"] == "okf://index").unwrap();
@@ -1882,7 +1882,7 @@ async fn edits_additions_and_deletions_on_disk_are_seen_by_the_next_call() {
     // Warm everything up.
     let v = ok(&c, "get_concept", json!({"id": "metrics/revenue"})).await;
     assert_eq!(v["title"], "Revenue");
-    assert_eq!(resources(&c).await.len(), 11);
+    assert_eq!(resources(&c).await.len(), 12, "index, 10 concepts, manifest");
 
     // Edit a title: the next call shows it, and it is not a list change.
     let edited = sb
@@ -1961,7 +1961,7 @@ async fn every_change_on_disk_is_visible_to_the_very_next_call() {
         assert_eq!(total, 11, "round {round}: addition not seen");
         std::fs::remove_file(sb.bundle().join("metrics/arpu.md")).unwrap();
         let rs = resources(&c).await;
-        assert_eq!(rs.len(), 11, "round {round}: deletion not seen");
+        assert_eq!(rs.len(), 12, "round {round}: deletion not seen");
     }
     close(c).await;
 }
@@ -1971,7 +1971,7 @@ async fn list_changed_is_sent_when_the_next_request_is_resources_list() {
     let sb = Sandbox::new("project");
     let c = connect(&sb).await;
     let counter = c.service().list_changed.clone();
-    assert_eq!(resources(&c).await.len(), 11);
+    assert_eq!(resources(&c).await.len(), 12, "index, 10 concepts, manifest");
     let before = counter.load(Ordering::SeqCst);
     sb.write("metrics/arpu.md", ARPU);
     let rs = resources(&c).await;
@@ -2241,7 +2241,7 @@ async fn protocol_2025_06_18_handshake_and_calls() {
         .unwrap()
         .contains("Unrecognized parameter(s): bogus"));
     let r = raw.request(4, "resources/list", json!({})).await;
-    assert_eq!(r["result"]["resources"].as_array().unwrap().len(), 11);
+    assert_eq!(r["result"]["resources"].as_array().unwrap().len(), 12);
     let (status, out, _) = raw.close().await;
     assert_eq!(status.code(), Some(0));
     assert_jsonrpc_only(&out);

@@ -15,65 +15,7 @@ use okfit_core::doc::{self, Document, ParseOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Whether anything under the bundle changed since the last look.
-#[cfg(target_os = "linux")]
-struct Watch {
-    ino: inotify::Inotify,
-}
-
-#[cfg(target_os = "linux")]
-impl Watch {
-    fn new(dirs: &[PathBuf]) -> Option<Watch> {
-        use inotify::WatchMask as M;
-        let ino = inotify::Inotify::init().ok()?;
-        let mask = M::MODIFY
-            | M::ATTRIB
-            | M::CLOSE_WRITE
-            | M::CREATE
-            | M::DELETE
-            | M::MOVED_FROM
-            | M::MOVED_TO
-            | M::DELETE_SELF
-            | M::MOVE_SELF;
-        for d in dirs {
-            // Past the kernel's watch limit, fall back to metadata checks.
-            ino.watches().add(d, mask).ok()?;
-        }
-        Some(Watch { ino })
-    }
-
-    /// Drains pending events; true when there were any (or reading failed).
-    fn changed(&mut self) -> bool {
-        let mut buf = [0u8; 4096];
-        let mut any = false;
-        loop {
-            match self.ino.read_events(&mut buf) {
-                Ok(mut events) => {
-                    if events.next().is_none() {
-                        return any;
-                    }
-                    any = true;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return any,
-                Err(_) => return true,
-            }
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-struct Watch;
-
-#[cfg(not(target_os = "linux"))]
-impl Watch {
-    fn new(_dirs: &[PathBuf]) -> Option<Watch> {
-        None
-    }
-
-    fn changed(&mut self) -> bool {
-        true
-    }
-}
+use crate::watch::Watch;
 
 fn stamp(p: &Path) -> Option<Stamp> {
     Stamp::of(p)

@@ -1,10 +1,15 @@
-//! The MCP server (rmcp, stdio): in project mode the six read-only bundle
-//! tools and the `okf://index` and `okf://concept/<id>` resources.
+//! The MCP server (rmcp, stdio). In project mode the six read-only bundle
+//! tools and the `okf://index` and `okf://concept/<id>` resources; with a
+//! connection the knowledge tools. `okf://manifest` is served in every mode
+//! and `--tools` picks any set from the catalogue.
 
+pub mod knowledge;
 pub mod live;
 pub mod tools;
 mod transport;
 
+use crate::error::Error;
+use crate::kb::Knowledge;
 use live::Live;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
@@ -16,10 +21,13 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// What the server tells a client at the start of a session.
 pub const INSTRUCTIONS: &str = "okfit serves this project's Open Knowledge Format (OKF) bundle: Markdown concepts with YAML frontmatter. Every tool is read-only. Start with describe_vocabulary to learn the declared types and tags, then list_concepts to find ids, then get_concept for content. Ids are bundle-relative paths without .md (metrics/revenue); a short id (revenue) works when it is unambiguous. Every successful call returns structuredContent plus the same JSON as text in content[0]; a failure is isError: true with the message and what to do next in content[0].text. After writing or editing a concept file, call validate_bundle.";
+
+/// What the server tells a client when it serves a connection.
+pub const KNOWLEDGE_INSTRUCTIONS: &str = "okfit serves Open Knowledge Format (OKF) knowledge. Read the manifest (the okf://manifest resource or the manifest tool) to see what exists, pick ids from its rows, then fetch them with one batched get (with section, find, or offset: pos from a search hit). On a large tenant use search, or manifest with bundle. Never guess an id; ids come from paths, so re-read the manifest after any write.";
 
 /// The protocol revisions served, oldest first.
 pub const PROTOCOLS: [ProtocolVersion; 3] = [
@@ -28,41 +36,194 @@ pub const PROTOCOLS: [ProtocolVersion; 3] = [
     ProtocolVersion::V_2026_07_28,
 ];
 
+/// Which group of the catalogue a tool belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Read-only tools over the project's bundle (seed 002).
+    Bundle,
+    /// manifest, search, get, snapshot (seed 000).
+    Knowledge,
+}
+
+/// Every tool the server can offer, with its group.
+pub fn catalogue() -> Vec<(&'static tools::ToolDef, Group)> {
+    let mut v: Vec<(&'static tools::ToolDef, Group)> = vec![];
+    v.extend(knowledge::READ_TOOLS.iter().map(|d| (d, Group::Knowledge)));
+    v.extend(tools::BUNDLE_TOOLS.iter().map(|d| (d, Group::Bundle)));
+    v
+}
+
+/// How a server is started.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The connection string; `None` is project mode.
+    pub connection: Option<String>,
+    /// `--tools`: exactly these tools.
+    pub tools: Option<Vec<String>>,
+    /// `--database-tools`.
+    pub database_tools: bool,
+    /// `--read-only`: no tool that writes.
+    pub read_only: bool,
+    /// Overrides the computed manifest advice.
+    pub advice: Option<String>,
+}
+
+/// The tool names a server offers for `opts`.
+pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
+    let cat = catalogue();
+    let names: Vec<&'static str> = match &opts.tools {
+        Some(list) => {
+            let mut out = vec![];
+            for n in list.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                match cat.iter().find(|(d, _)| d.name == n) {
+                    Some((d, _)) => {
+                        if !out.contains(&d.name) {
+                            out.push(d.name)
+                        }
+                    }
+                    None => {
+                        let all: Vec<&str> = cat.iter().map(|(d, _)| d.name).collect();
+                        return Err(Error::Usage(format!(
+                            "unknown tool \"{}\": expected one of {}",
+                            crate::error::truncate(n),
+                            all.join(", ")
+                        )));
+                    }
+                }
+            }
+            out
+        }
+        None => {
+            let group = if opts.connection.is_some() {
+                Group::Knowledge
+            } else {
+                Group::Bundle
+            };
+            cat.iter()
+                .filter(|(_, g)| *g == group)
+                .map(|(d, _)| d.name)
+                .collect()
+        }
+    };
+    Ok(names)
+}
+
 struct Compiled {
     def: &'static tools::ToolDef,
+    group: Group,
     schema: Value,
     validator: jsonschema::Validator,
 }
 
-/// The okfit MCP server in project mode.
+/// Knowledge for `okf://manifest` and the knowledge tools: fixed by the
+/// connection, or in project mode opened over the bundle root on first use.
+struct KbSlot {
+    fixed: Option<Arc<Knowledge>>,
+    project: Mutex<Option<Arc<Knowledge>>>,
+}
+
+/// The okfit MCP server.
 #[derive(Clone)]
 pub struct Server {
     live: Arc<Mutex<Live>>,
+    kb: Arc<KbSlot>,
     tools: Arc<Vec<Compiled>>,
+    advice: Arc<OnceLock<Option<String>>>,
+    advice_override: Option<String>,
+    project_mode: bool,
 }
 
 impl Server {
-    /// A server whose config discovery starts at `start`.
+    /// A project-mode server whose config discovery starts at `start`.
     pub fn new(start: PathBuf) -> Result<Server, String> {
+        Server::with_options(start, &Options::default()).map_err(|e| e.to_string())
+    }
+
+    /// A server for `opts`; config discovery (project mode) starts at `start`.
+    pub fn with_options(start: PathBuf, opts: &Options) -> Result<Server, Error> {
+        let names = select_tools(opts)?;
+        let fixed = match &opts.connection {
+            Some(c) => Some(Arc::new(Knowledge::open(c)?)),
+            None => None,
+        };
+        let live_start = match fixed.as_ref().map(|k| k.dsn()) {
+            Some(crate::dsn::Dsn::Folder { path }) => path.clone(),
+            _ => start,
+        };
+        let cat = catalogue();
         let mut compiled = vec![];
-        for def in &tools::BUNDLE_TOOLS {
+        for name in names {
+            let Some((def, group)) = cat.iter().find(|(d, _)| d.name == name) else {
+                continue;
+            };
+            if *group == Group::Bundle
+                && fixed
+                    .as_ref()
+                    .is_some_and(|k| !matches!(k.dsn(), crate::dsn::Dsn::Folder { .. }))
+            {
+                return Err(Error::Usage(format!(
+                    "tool {name} reads a project's bundle folder; use it without a connection or with an okf:///folder connection"
+                )));
+            }
             let schema = (def.schema)();
             let validator = jsonschema::validator_for(&schema)
-                .map_err(|e| format!("tool {} has an invalid schema: {e}", def.name))?;
+                .map_err(|e| Error::Io(format!("tool {} has an invalid schema: {e}", def.name)))?;
             compiled.push(Compiled {
                 def,
+                group: *group,
                 schema,
                 validator,
             });
         }
         Ok(Server {
-            live: Arc::new(Mutex::new(Live::new(start))),
+            live: Arc::new(Mutex::new(Live::new(live_start))),
+            kb: Arc::new(KbSlot {
+                fixed,
+                project: Mutex::new(None),
+            }),
             tools: Arc::new(compiled),
+            advice: Arc::new(OnceLock::new()),
+            advice_override: opts.advice.clone(),
+            project_mode: opts.connection.is_none(),
         })
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, Live> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The knowledge behind the knowledge tools and `okf://manifest`.
+    pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
+        if let Some(k) = &self.kb.fixed {
+            return Ok(k.clone());
+        }
+        let mut slot = self.kb.project.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let root = self.live().project()?.bundle_root;
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let k = Arc::new(Knowledge::from_dsn(crate::dsn::Dsn::Folder { path: root })?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+
+    /// The advice sentence, computed once per server from the manifest.
+    pub fn advice(&self) -> Option<String> {
+        if let Some(a) = &self.advice_override {
+            return Some(a.clone());
+        }
+        self.advice
+            .get_or_init(|| {
+                let kb = self.knowledge().ok()?;
+                let m = kb.manifest(None).ok()?;
+                Some(okfit_core::kb::model::advice(&m))
+            })
+            .clone()
+    }
+
+    fn manifest_description(&self) -> String {
+        knowledge::manifest_description(self.advice().as_deref())
     }
 
     /// The tool definitions as MCP `Tool`s.
@@ -74,7 +235,12 @@ impl Server {
                     Value::Object(m) => m.clone(),
                     _ => serde_json::Map::new(),
                 };
-                let mut t = Tool::new(c.def.name, c.def.description, Arc::new(schema));
+                let description = if c.def.name == "manifest" {
+                    self.manifest_description()
+                } else {
+                    c.def.description.to_string()
+                };
+                let mut t = Tool::new(c.def.name, description, Arc::new(schema));
                 t.title = Some(c.def.title.to_string());
                 t.annotations = Some(
                     ToolAnnotations::with_title(c.def.title)
@@ -150,6 +316,16 @@ impl Server {
         let args = Value::Object(args.unwrap_or_default());
         self.check_args(c, &args)
             .map_err(|m| ErrorData::invalid_params(m, None))?;
+        if c.group == Group::Knowledge {
+            let out = self
+                .knowledge()
+                .map_err(|e| e.to_string())
+                .and_then(|kb| knowledge::call(&kb, name, &args));
+            return Ok(match out {
+                Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+                Err(m) => CallToolResult::error(vec![ContentBlock::text(m)]),
+            });
+        }
         let mut live = self.live();
         Ok(match tools::call(&mut live, name, &args) {
             Ok(v) => CallToolResult::structured(v),
@@ -157,10 +333,20 @@ impl Server {
         })
     }
 
+    fn manifest_resource(&self) -> Resource {
+        let mut r = Resource::new(knowledge::MANIFEST_URI, "manifest");
+        r.description = Some(self.manifest_description());
+        r.mime_type = Some("text/tab-separated-values".into());
+        r
+    }
+
     /// The index resource and one resource per concept.
     fn resources(&self) -> Vec<Resource> {
-        let mut live = self.live();
+        if !self.project_mode {
+            return vec![self.manifest_resource()];
+        }
         let mut out = vec![];
+        let mut live = self.live();
         let mut index = Resource::new("okf://index", "OKF bundle index");
         index.description = Some(
             "The bundle's root index.md — the entry point for orienting on this OKF bundle.".into(),
@@ -175,10 +361,28 @@ impl Server {
                 out.push(r);
             }
         }
+        out.push(self.manifest_resource());
         out
     }
 
     fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        if uri == knowledge::MANIFEST_URI {
+            let text = self
+                .knowledge()
+                .and_then(|kb| kb.manifest(None))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            let mut c = ResourceContents::text(text.to_string(), uri);
+            if let ResourceContents::TextResourceContents { mime_type, .. } = &mut c {
+                *mime_type = Some("text/tab-separated-values".into());
+            }
+            return Ok(ReadResourceResult::new(vec![c]));
+        }
+        if !self.project_mode {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", crate::error::truncate(uri)),
+                None,
+            ));
+        }
         let mut live = self.live();
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
@@ -262,7 +466,11 @@ impl ServerHandler for Server {
                 .build(),
         )
         .with_server_info(Implementation::new("okfit", crate::VERSION))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(if self.project_mode {
+            INSTRUCTIONS
+        } else {
+            KNOWLEDGE_INSTRUCTIONS
+        })
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
@@ -306,57 +514,84 @@ impl ServerHandler for Server {
     }
 }
 
-/// `okfit mcp [CONNECTION]`: project mode without a connection.
-pub fn run(connection: Option<&str>) -> Result<i32, crate::error::Error> {
-    match connection {
-        None => Ok(serve_stdio()),
-        Some(c) => Err(crate::error::Error::Usage(format!(
-            "connection \"{}\" is not supported by this okfit; run without a connection to serve the project's bundle",
-            crate::error::truncate(c)
-        ))),
-    }
+/// `okfit mcp [CONNECTION] [--database-tools] [--tools A,B] [--read-only]`.
+pub fn run(opts: &Options) -> Result<i32, Error> {
+    serve_stdio_with(opts)
 }
 
-/// The `okfit-mcp` command line: `[CONNECTION]`, `--help`, `--version`.
+/// The `okfit-mcp` command line (the same arguments as `okfit mcp`).
 pub fn main_with_args(args: Vec<String>) -> i32 {
-    match args.get(1).map(String::as_str) {
-        Some("--help" | "-h") => {
-            println!("okfit-mcp: serve an OKF bundle to AI agents over MCP (stdio)\n\nUsage: okfit-mcp [CONNECTION]\n\nWithout a connection it serves the project's bundle: config discovery starts at\nOKFIT_PROJECT_DIR, else CLAUDE_PROJECT_DIR, else the working directory.");
-            0
-        }
-        Some("--version" | "-V") => {
-            println!(
-                "{}",
-                crate::cli::version_line().replacen("okfit ", "okfit-mcp ", 1)
-            );
-            0
-        }
-        other => match run(other) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e}");
-                e.exit_code()
+    use clap::Parser;
+    #[derive(Parser, Debug)]
+    #[command(
+        name = "okfit-mcp",
+        about = "Serve OKF knowledge to AI agents over MCP (stdio)",
+        disable_version_flag = true
+    )]
+    struct Cli {
+        /// Print the version and exit.
+        #[arg(long, short = 'V')]
+        version: bool,
+        #[command(flatten)]
+        mcp: crate::cli::McpArgs,
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp) {
+                print!("{e}");
+                return 0;
             }
-        },
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            eprintln!("{}", first.trim());
+            return 64;
+        }
+    };
+    if cli.version {
+        println!(
+            "{}",
+            crate::cli::version_line().replacen("okfit ", "okfit-mcp ", 1)
+        );
+        return 0;
+    }
+    match run(&cli.mcp.options()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
     }
 }
 
 /// Serves project mode over this process's stdin/stdout until stdin closes.
 pub fn serve_stdio() -> i32 {
+    match serve_stdio_with(&Options::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Serves `opts` over this process's stdin/stdout until stdin closes.
+pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     let start = crate::discover::env_start();
-    let server = match Server::new(start) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("okfit-mcp: {e}");
-            return 1;
-        }
-    };
-    let shown = match server.live().project() {
-        Ok(p) => p.bundle_root.display().to_string(),
-        Err(e) => {
-            eprintln!("okfit-mcp: {e}");
-            crate::discover::env_start().display().to_string()
-        }
+    let server = Server::with_options(start, opts)?;
+    let shown = match &opts.connection {
+        Some(c) => c.clone(),
+        None => match server.live().project() {
+            Ok(p) => p.bundle_root.display().to_string(),
+            Err(e) => {
+                eprintln!("okfit-mcp: {e}");
+                crate::discover::env_start().display().to_string()
+            }
+        },
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -365,8 +600,7 @@ pub fn serve_stdio() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("okfit-mcp: cannot start the runtime: {e}");
-            return 1;
+            return Err(Error::Io(format!("cannot start the runtime: {e}")));
         }
     };
     eprintln!("okfit-mcp serving {shown} over stdio");
@@ -374,7 +608,10 @@ pub fn serve_stdio() -> i32 {
     // call waits for it instead of starting it.
     let warm = server.clone();
     std::thread::spawn(move || {
-        let _ = warm.live().fresh();
+        if warm.project_mode {
+            let _ = warm.live().fresh();
+        }
+        let _ = warm.advice();
     });
     rt.block_on(async move {
         let (transport, pump) = transport::stdio();
@@ -389,6 +626,9 @@ pub fn serve_stdio() -> i32 {
                     loop {
                         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
                         // A busy server is answering a call, which refreshes anyway.
+                        if !watcher_side.project_mode {
+                            continue;
+                        }
                         let dirty = match watcher_side.live.try_lock() {
                             Ok(mut l) => l.poll(),
                             Err(_) => false,
@@ -414,5 +654,5 @@ pub fn serve_stdio() -> i32 {
         let _ = tokio::time::timeout(std::time::Duration::from_millis(300), pump).await;
     });
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
-    0
+    Ok(0)
 }

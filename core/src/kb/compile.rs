@@ -1,0 +1,276 @@
+//! One document compiled for the read model: its manifest cells, search
+//! title, link candidates and sections. Depends only on `(path, bytes)`, so
+//! a store keeps it beside the bytes and never parses an unchanged document
+//! again.
+
+use super::text::{self, Section};
+use crate::config::Config;
+use crate::doc::{self, LinkSource, ParseOptions};
+use crate::frontmatter::{self, Split};
+use crate::paths::{dirname, is_url, normalize_cow, percent_decode_cow};
+use crate::time;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+
+/// A compiled document (reference langonrock §3.2, SPEC §2).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Compiled {
+    /// A navigation document (`index.md`, `log.md`): stored, never a concept.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nav: bool,
+    /// The `kind` cell: `type` slugged, `-` when unusable.
+    #[serde(default)]
+    pub kind: String,
+    /// The `status` cell as stored (`-` for current); `stale` is applied at
+    /// read time.
+    #[serde(default)]
+    pub status: String,
+    /// The `grain` cell.
+    #[serde(default)]
+    pub grain: String,
+    /// The one-line summary.
+    #[serde(default)]
+    pub summary: String,
+    /// The title searched with the id (frontmatter `title`, else the first
+    /// heading); empty when none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub title: String,
+    /// `stale_after` in milliseconds since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_after: Option<i64>,
+    /// Outgoing links: for each, the bundle paths to probe in order
+    /// (reference okfit §5.2); the first one that exists decides.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Vec<String>>,
+    /// Byte offset of the body in the source.
+    #[serde(default)]
+    pub body_start: u32,
+    /// Sections of the body (UTF-16 offsets within the body).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<Section>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn default_config() -> &'static Config {
+    static CFG: OnceLock<Config> = OnceLock::new();
+    CFG.get_or_init(Config::default)
+}
+
+/// The body of a source text (after its frontmatter; the whole text when
+/// the frontmatter never closes).
+pub fn body_start(text: &str) -> usize {
+    match frontmatter::split(text) {
+        Split::Present(b) => b.body_start,
+        Split::Absent { body_start } => body_start,
+        Split::Unclosed { .. } => 0,
+    }
+}
+
+/// Compiles one document. Never fails: a document that is not a concept
+/// still gets cells (`-`), a summary from its body and its links.
+pub fn compile(path: &str, text: &str) -> Compiled {
+    let start = body_start(text);
+    let body = &text[start..];
+    if doc::is_reserved(path) {
+        return Compiled {
+            nav: true,
+            kind: "-".into(),
+            status: "-".into(),
+            grain: "-".into(),
+            summary: "-".into(),
+            body_start: start as u32,
+            ..Compiled::default()
+        };
+    }
+    let opts = ParseOptions {
+        config: default_config(),
+        now: None,
+        keep_frontmatter: true,
+        digests: false,
+        diagnostics: false,
+        skip_body: false,
+    };
+    let d = doc::parse(path, text.as_bytes(), &opts);
+    type Raw<'a> = Vec<(String, Option<&'a str>)>;
+    let (fm, raw_links): (Option<Map<String, Value>>, Raw) = match d.concept {
+        Some(c) => (
+            c.frontmatter,
+            d.links
+                .into_iter()
+                .map(|l| {
+                    let field = (l.source == LinkSource::Frontmatter)
+                        .then_some(l.field)
+                        .flatten();
+                    (l.raw, field)
+                })
+                .collect(),
+        ),
+        None => (
+            doc::frontmatter_of(text),
+            doc::body_links(text)
+                .0
+                .into_iter()
+                .map(|l| (l.raw, None))
+                .collect(),
+        ),
+    };
+    let empty = Map::new();
+    let fm_ref = fm.as_ref().unwrap_or(&empty);
+    let get = |k: &str| fm_ref.get(k);
+    let title = match get("title").and_then(Value::as_str).map(text::flatten) {
+        Some(t) if !t.is_empty() => t,
+        _ => text::first_heading(body).unwrap_or_default(),
+    };
+    let stale_after = get("stale_after")
+        .and_then(Value::as_str)
+        .and_then(|s| time::parse(s.trim()).ok())
+        .map(|p| p.instant().0);
+    let mut links = Vec::with_capacity(raw_links.len());
+    for (raw, field) in &raw_links {
+        let c = candidates(path, raw, *field);
+        if !c.is_empty() && !links.contains(&c) {
+            links.push(c);
+        }
+    }
+    Compiled {
+        nav: false,
+        kind: text::kind_of(get("type")).unwrap_or_else(|| "-".into()),
+        status: text::status_cell(get("status")),
+        grain: match get("grain") {
+            Some(Value::String(s)) => text::cell(s),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => "-".into(),
+        },
+        summary: text::summary(get("description"), body, text::SUMMARY_WIDTH),
+        title,
+        stale_after,
+        links,
+        body_start: start as u32,
+        sections: text::sections(body),
+    }
+}
+
+/// The bundle paths a link written in `from` may name, in the order the
+/// resolver of reference okfit §5.2 probes them. Empty for URLs, anchors,
+/// descriptors and targets outside the bundle.
+pub fn candidates(from: &str, raw: &str, field: Option<&str>) -> Vec<String> {
+    let t = raw.trim();
+    if is_url(t) {
+        return vec![];
+    }
+    if field == Some("sources.resource") && t.chars().any(char::is_whitespace) {
+        return vec![];
+    }
+    let path_part = t.split('#').next().unwrap_or("");
+    let path_part = path_part.split('?').next().unwrap_or("");
+    let decoded = percent_decode_cow(path_part);
+    if decoded.is_empty() {
+        return vec![];
+    }
+    let mut out = vec![];
+    if let Some(stripped) = decoded.strip_prefix('/') {
+        let rel = stripped.trim_start_matches('/');
+        let rel = if rel.is_empty() { "index.md" } else { rel };
+        if let Some(c) = normalize_cow(rel) {
+            probes(&c, &mut out);
+        }
+        return out;
+    }
+    let dir = dirname(from);
+    let joined = if dir.is_empty() {
+        normalize_cow(&decoded).map(|c| c.into_owned())
+    } else {
+        crate::paths::normalize(&format!("{dir}/{decoded}"))
+    };
+    let Some(joined) = joined else {
+        return out;
+    };
+    probes(&joined, &mut out);
+    if !decoded.starts_with("./") && !decoded.starts_with("../") {
+        if let Some(r) = normalize_cow(&decoded) {
+            if r != joined {
+                probes(&r, &mut out);
+            }
+        }
+    }
+    out
+}
+
+fn probes(candidate: &str, out: &mut Vec<String>) {
+    if let Some(dir) = candidate.strip_suffix('/') {
+        out.push(format!("{dir}/index.md"));
+        return;
+    }
+    if candidate.is_empty() || candidate == "." {
+        return;
+    }
+    out.push(candidate.to_string());
+    let base = candidate.rsplit('/').next().unwrap_or(candidate);
+    if !base.contains('.') {
+        out.push(format!("{candidate}.md"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_of_a_concept() {
+        let t = "---\ntype: BigQuery Table\nstatus: deprecated\ngrain: customer_id\ndescription: Registered customers, including churned.\nstale_after: 2027-03-01\n---\n# Customers\n\nSee [orders](./orders.md).\n";
+        let c = compile("tables/customers.md", t);
+        assert_eq!(c.kind, "bigquery_table");
+        assert_eq!(c.status, "deprecated");
+        assert_eq!(c.grain, "customer_id");
+        assert_eq!(c.summary, "Registered customers, including churned.");
+        assert_eq!(c.title, "Customers");
+        assert_eq!(
+            c.stale_after,
+            Some(time::parse("2027-03-01").unwrap().instant().0)
+        );
+        assert_eq!(c.links, vec![vec!["tables/orders.md".to_string()]]);
+        assert!(!c.nav);
+    }
+
+    #[test]
+    fn plain_markdown_still_compiles() {
+        let c = compile("notes/x.md", "# Heading\n\nFirst sentence. More.\n[a](b)\n");
+        assert_eq!(c.kind, "-");
+        assert_eq!(c.status, "-");
+        assert_eq!(c.summary, "First sentence.");
+        assert_eq!(c.title, "Heading");
+        assert_eq!(
+            c.links,
+            vec![vec![
+                "notes/b".to_string(),
+                "notes/b.md".into(),
+                "b".into(),
+                "b.md".into()
+            ]]
+        );
+        let n = compile("index.md", "# Index\n");
+        assert!(n.nav);
+        let n = compile("INDEX.md", "# Index\n");
+        assert!(!n.nav, "reserved names are case-sensitive");
+    }
+
+    #[test]
+    fn link_candidates() {
+        assert!(candidates("a.md", "https://x.y/z", None).is_empty());
+        assert!(candidates("a.md", "#frag", None).is_empty());
+        assert!(candidates("a/b.md", "../../x.md", None).is_empty());
+        assert_eq!(candidates("a/b.md", "/c.md#x", None), vec!["c.md"]);
+        assert_eq!(candidates("a/b.md", "/", None), vec!["index.md"]);
+        assert_eq!(candidates("a/b.md", "./c.md", None), vec!["a/c.md"]);
+        assert_eq!(
+            candidates("a/b.md", "x/c.md", None),
+            vec!["a/x/c.md", "x/c.md"]
+        );
+        assert_eq!(candidates("b.md", "c%20d.md", None), vec!["c d.md"]);
+        assert!(candidates("b.md", "two words", Some("sources.resource")).is_empty());
+    }
+}

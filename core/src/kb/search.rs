@@ -1,0 +1,1271 @@
+//! Full-text search over the knowledge manifest: a tokenizer, weighted
+//! per-document terms, an Okapi BM25 index keyed by caller-chosen `u32`
+//! slots, one-hop link expansion and the "best window" finder used to pick
+//! a read position inside a document.
+//!
+//! Everything here is deterministic: equal scores break on the document id,
+//! and scores are accumulated in query-term order.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// Weight of a token of the names text (see [`doc_terms`]).
+pub const NAME_WEIGHT: f32 = 4.0;
+/// Weight of a token of the fields text (see [`doc_terms`]).
+pub const FIELD_WEIGHT: f32 = 2.0;
+/// BM25 term-frequency saturation.
+pub const K1: f64 = 1.2;
+/// BM25 length normalisation.
+pub const B: f64 = 0.75;
+/// Default number of results.
+pub const DEFAULT_K: usize = 8;
+/// Largest number of results a caller may ask for.
+pub const MAX_K: usize = 50;
+/// Width, in UTF-16 code units, of the window chosen by [`best_window_start`].
+pub const FIND_WINDOW: usize = 2000;
+
+// ---------------------------------------------------------------------------
+// Tokenizer
+// ---------------------------------------------------------------------------
+
+/// Appends the search tokens of `text` to `out`: lowercased, accent-folded
+/// (NFKD minus combining marks) maximal runs of alphanumeric characters.
+pub fn tokenize(text: &str, out: &mut Vec<String>) {
+    if text.is_ascii() {
+        // Fast path: runs of [A-Za-z0-9], one allocation per token.
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            let mut tok = text[start..i].to_owned();
+            tok.make_ascii_lowercase();
+            out.push(tok);
+        }
+        return;
+    }
+    let mut cur = String::new();
+    for c in text.to_lowercase().nfkd() {
+        if is_combining_mark(c) {
+            continue;
+        }
+        if c.is_alphanumeric() {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+}
+
+/// The search tokens of `text` (see [`tokenize`]).
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    tokenize(text, &mut out);
+    out
+}
+
+/// Query tokens, de-duplicated, in first-occurrence order.
+fn query_terms(query: &str) -> Vec<String> {
+    let mut all = tokens(query);
+    let mut seen = FxHashSet::default();
+    all.retain(|t| seen.insert(t.clone()));
+    all
+}
+
+// ---------------------------------------------------------------------------
+// Per-document terms
+// ---------------------------------------------------------------------------
+
+/// The weighted terms of one document, as fed to [`Index::insert`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DocTerms {
+    /// Weighted length: body tokens + 2 × field tokens + 4 × name tokens.
+    pub len: f32,
+    /// `(term, weighted frequency)`, sorted by term, unique.
+    pub terms: Vec<(String, f32)>,
+}
+
+/// Weighted terms of a document from its names, fields and body texts.
+pub fn doc_terms(names: &str, fields: &str, body: &str) -> DocTerms {
+    let mut tf: FxHashMap<String, f32> = FxHashMap::default();
+    let mut len = 0f32;
+    let mut buf = Vec::new();
+    for (text, weight) in [(names, NAME_WEIGHT), (fields, FIELD_WEIGHT), (body, 1.0)] {
+        buf.clear();
+        tokenize(text, &mut buf);
+        len += weight * buf.len() as f32;
+        for t in buf.drain(..) {
+            *tf.entry(t).or_insert(0.0) += weight;
+        }
+    }
+    let mut terms: Vec<(String, f32)> = tf.into_iter().collect();
+    terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    DocTerms { len, terms }
+}
+
+impl DocTerms {
+    /// Compact binary form: `len` f32 LE, term count u32 LE, then per term
+    /// its UTF-8 byte length u32 LE, the bytes and its frequency f32 LE.
+    pub fn encode(&self) -> Vec<u8> {
+        let size = 8 + self.terms.iter().map(|(t, _)| 8 + t.len()).sum::<usize>();
+        let mut out = Vec::with_capacity(size);
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&(self.terms.len() as u32).to_le_bytes());
+        for (term, tf) in &self.terms {
+            out.extend_from_slice(&(term.len() as u32).to_le_bytes());
+            out.extend_from_slice(term.as_bytes());
+            out.extend_from_slice(&tf.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses [`DocTerms::encode`] output; `None` for anything malformed
+    /// (truncated, trailing bytes, invalid UTF-8, unsorted or repeated terms).
+    pub fn decode(bytes: &[u8]) -> Option<DocTerms> {
+        let mut r = Reader(bytes);
+        let len = f32::from_le_bytes(r.take4()?);
+        let count = u32::from_le_bytes(r.take4()?) as usize;
+        // Every term needs at least 8 bytes: refuse counts the input cannot
+        // hold before reserving memory for them.
+        if count > r.0.len() / 8 {
+            return None;
+        }
+        let mut terms: Vec<(String, f32)> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let n = u32::from_le_bytes(r.take4()?) as usize;
+            let term = std::str::from_utf8(r.take(n)?).ok()?;
+            let tf = f32::from_le_bytes(r.take4()?);
+            if terms.last().is_some_and(|(prev, _)| prev.as_str() >= term) {
+                return None;
+            }
+            terms.push((term.to_owned(), tf));
+        }
+        r.0.is_empty().then_some(DocTerms { len, terms })
+    }
+}
+
+/// A bounds-checked cursor over a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Some(head)
+    }
+
+    fn take4(&mut self) -> Option<[u8; 4]> {
+        self.take(4)?.try_into().ok()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// BM25 index
+// ---------------------------------------------------------------------------
+
+/// Use a dense score array when the candidate bound is at least
+/// `slots / DENSE_RATIO`; a hash map otherwise.
+const DENSE_RATIO: usize = 16;
+
+/// An Okapi BM25 index over documents identified by caller-chosen slots.
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    /// Whether every term of every document is held (see [`Index::new`]).
+    complete: bool,
+    /// term → postings `(slot, tf)`, unordered.
+    postings: FxHashMap<Box<str>, Vec<(u32, f32)>>,
+    /// Weighted length per slot (meaningful where `present`).
+    lens: Vec<f32>,
+    /// Whether a document occupies the slot.
+    present: Vec<bool>,
+    /// Number of documents.
+    n: usize,
+    /// Sum of the lengths of all documents.
+    total_len: f64,
+}
+
+impl Index {
+    /// An empty index. `complete = true`: the index holds every term of
+    /// every document. `complete = false`: a cache in front of an external
+    /// posting store holding only terms loaded with [`Index::load_term`];
+    /// insert/remove then only touch loaded terms and every query term must
+    /// be loaded before ranking (see [`Index::missing_terms`]).
+    pub fn new(complete: bool) -> Index {
+        Index {
+            complete,
+            ..Index::default()
+        }
+    }
+
+    /// Adds a document (when replacing, remove the old version first).
+    pub fn insert(&mut self, slot: u32, doc: &DocTerms) {
+        self.set_doc_len(slot, doc.len);
+        for (term, tf) in &doc.terms {
+            if let Some(list) = self.postings.get_mut(term.as_str()) {
+                list.push((slot, *tf));
+            } else if self.complete {
+                self.postings
+                    .insert(term.as_str().into(), vec![(slot, *tf)]);
+            }
+        }
+    }
+
+    /// Removes a document's postings and stats; `doc` is what it was
+    /// inserted with.
+    pub fn remove(&mut self, slot: u32, doc: &DocTerms) {
+        for (term, _) in &doc.terms {
+            let Some(list) = self.postings.get_mut(term.as_str()) else {
+                continue;
+            };
+            if let Some(p) = list.iter().position(|&(s, _)| s == slot) {
+                list.swap_remove(p);
+            }
+            // A cache keeps the empty list: the term is loaded and known
+            // to have no postings.
+            if list.is_empty() && self.complete {
+                self.postings.remove(term.as_str());
+            }
+        }
+        let i = slot as usize;
+        if self.present.get(i).copied().unwrap_or(false) {
+            self.present[i] = false;
+            self.n -= 1;
+            self.total_len -= f64::from(self.lens[i]);
+            self.lens[i] = 0.0;
+            if self.n == 0 {
+                self.total_len = 0.0; // no rounding residue
+            }
+        }
+    }
+
+    /// Registers (or updates) a document's length without its postings, for
+    /// `complete = false` where the store loads every length at open.
+    pub fn set_doc_len(&mut self, slot: u32, len: f32) {
+        let i = slot as usize;
+        if i >= self.lens.len() {
+            self.lens.resize(i + 1, 0.0);
+            self.present.resize(i + 1, false);
+        }
+        if self.present[i] {
+            self.total_len -= f64::from(self.lens[i]);
+        } else {
+            self.present[i] = true;
+            self.n += 1;
+        }
+        self.lens[i] = len;
+        self.total_len += f64::from(len);
+    }
+
+    /// Drops a document's stats without its postings (a cache whose
+    /// posting store changed underneath; see [`Index::clear_terms`]).
+    pub fn forget(&mut self, slot: u32) {
+        let i = slot as usize;
+        if self.present.get(i).copied().unwrap_or(false) {
+            self.present[i] = false;
+            self.n -= 1;
+            self.total_len -= f64::from(self.lens[i]);
+            self.lens[i] = 0.0;
+        }
+    }
+
+    /// Drops every loaded term of a cache (`complete = false`), so they are
+    /// loaded again from the store; a complete index is left alone.
+    pub fn clear_terms(&mut self) {
+        if !self.complete {
+            self.postings.clear();
+        }
+    }
+
+    /// Query terms (tokenized, de-duplicated) not loaded yet; always empty
+    /// for a complete index.
+    pub fn missing_terms(&self, query: &str) -> Vec<String> {
+        if self.complete {
+            return Vec::new();
+        }
+        let mut terms = query_terms(query);
+        terms.retain(|t| !self.postings.contains_key(t.as_str()));
+        terms
+    }
+
+    /// Loads (replaces) a term's postings `(slot, tf)` from the external
+    /// store.
+    pub fn load_term(&mut self, term: &str, postings: Vec<(u32, f32)>) {
+        self.postings.insert(term.into(), postings);
+    }
+
+    /// Number of documents.
+    pub fn docs(&self) -> usize {
+        self.n
+    }
+
+    /// The top `k` documents for `query` by BM25 as `(slot, score)`, in rank
+    /// order (score descending, then `id_of` ascending). `keep` filters
+    /// documents before the cut to `k`.
+    pub fn rank<'a>(
+        &self,
+        query: &str,
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+        id_of: &dyn Fn(u32) -> &'a str,
+    ) -> Vec<(u32, f64)> {
+        if k == 0 || self.n == 0 {
+            return Vec::new();
+        }
+        let lists: Vec<&[(u32, f32)]> = query_terms(query)
+            .iter()
+            .filter_map(|t| self.postings.get(t.as_str()))
+            .filter(|l| !l.is_empty())
+            .map(Vec::as_slice)
+            .collect();
+        if lists.is_empty() {
+            return Vec::new();
+        }
+        let n_docs = self.n as f64;
+        let avg = self.total_len / n_docs;
+        let lens = self.lens.as_slice();
+        // BM25 contribution of one posting: idf·tf(k1+1) / (tf + k1(1 − b +
+        // b·len/avg)), with the length norm folded into c0 + c1·len so the
+        // hot loop has a single division.
+        let (c0, c1) = if avg > 0.0 {
+            (K1 * (1.0 - B), K1 * B / avg)
+        } else {
+            (K1, 0.0)
+        };
+        let score = |idf: f64, tf: f32, len: f32| {
+            let tf = f64::from(tf);
+            idf * (K1 + 1.0) * tf / (tf + c0 + c1 * f64::from(len))
+        };
+        let idf = |list: &[(u32, f32)]| {
+            let df = list.len() as f64;
+            (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln()
+        };
+        let mut top = TopK::new(k, keep, id_of);
+        // Scores accumulate term by term in query order; postings of slots
+        // without a registered length are ignored.
+        let bound: usize = lists.iter().map(|l| l.len()).sum();
+        if bound.saturating_mul(DENSE_RATIO) >= lens.len() {
+            let n = lens.len();
+            let mut acc = vec![0f64; n];
+            for list in &lists {
+                let idf = idf(list);
+                for &(slot, tf) in *list {
+                    let i = slot as usize;
+                    if i < n {
+                        acc[i] += score(idf, tf, lens[i]);
+                    }
+                }
+            }
+            for (i, &s) in acc.iter().enumerate() {
+                if s > 0.0 && s >= top.floor && self.present[i] {
+                    top.offer(i as u32, s);
+                }
+            }
+        } else {
+            let mut acc: FxHashMap<u32, f64> =
+                FxHashMap::with_capacity_and_hasher(bound, Default::default());
+            for list in &lists {
+                let idf = idf(list);
+                for &(slot, tf) in *list {
+                    if let Some(&len) = lens.get(slot as usize) {
+                        *acc.entry(slot).or_insert(0.0) += score(idf, tf, len);
+                    }
+                }
+            }
+            for (slot, s) in acc {
+                if s > 0.0 && s >= top.floor && self.present[slot as usize] {
+                    top.offer(slot, s);
+                }
+            }
+        }
+        top.finish()
+    }
+}
+
+/// Largest `k` kept by sorted insertion; above it candidates are collected
+/// and selected at the end.
+const BOUNDED_K: usize = 64;
+
+/// A ranked candidate: slot, score and id.
+type Ranked<'a> = (u32, f64, &'a str);
+
+/// Rank order: score descending, id ascending, slot ascending.
+fn rank_order(a: &Ranked<'_>, b: &Ranked<'_>) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1)
+        .then_with(|| a.2.cmp(b.2))
+        .then(a.0.cmp(&b.0))
+}
+
+/// Top-k selection in rank order. `keep` is consulted only for candidates
+/// that would enter the current top k, which is equivalent to filtering
+/// first.
+struct TopK<'f, 'a> {
+    k: usize,
+    keep: &'f dyn Fn(u32) -> bool,
+    id_of: &'f dyn Fn(u32) -> &'a str,
+    /// Sorted best-first when `k <= BOUNDED_K`, unordered otherwise.
+    items: Vec<Ranked<'a>>,
+    /// Scores below this cannot enter (the k-th score once full).
+    floor: f64,
+}
+
+impl<'f, 'a> TopK<'f, 'a> {
+    fn new(k: usize, keep: &'f dyn Fn(u32) -> bool, id_of: &'f dyn Fn(u32) -> &'a str) -> Self {
+        let cap = if k <= BOUNDED_K { k + 1 } else { 0 };
+        TopK {
+            k,
+            keep,
+            id_of,
+            items: Vec::with_capacity(cap),
+            floor: 0.0,
+        }
+    }
+
+    /// Offers a candidate; callers skip scores below `floor` beforehand.
+    fn offer(&mut self, slot: u32, score: f64) {
+        let cand = (slot, score, (self.id_of)(slot));
+        if self.k > BOUNDED_K {
+            if (self.keep)(slot) {
+                self.items.push(cand);
+            }
+            return;
+        }
+        if self.items.len() == self.k
+            && self
+                .items
+                .last()
+                .is_some_and(|worst| rank_order(&cand, worst).is_ge())
+        {
+            return;
+        }
+        if !(self.keep)(slot) {
+            return;
+        }
+        let at = self.items.partition_point(|x| rank_order(x, &cand).is_lt());
+        self.items.insert(at, cand);
+        self.items.truncate(self.k);
+        if self.items.len() == self.k {
+            self.floor = self.items[self.k - 1].1;
+        }
+    }
+
+    fn finish(self) -> Vec<(u32, f64)> {
+        let mut items = self.items;
+        if self.k > BOUNDED_K {
+            if items.len() > self.k {
+                items.select_nth_unstable_by(self.k - 1, rank_order);
+                items.truncate(self.k);
+            }
+            items.sort_unstable_by(rank_order);
+        }
+        items.into_iter().map(|(slot, s, _)| (slot, s)).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One-hop expansion
+// ---------------------------------------------------------------------------
+
+/// Documents linked from the direct hits (in rank order), excluding direct
+/// hits and documents failing `keep`: most distinct pointing hits first,
+/// then the rank of the first hit pointing at it, then id; at most `k`.
+pub fn expand<'a>(
+    direct: &[u32],
+    links_of: &dyn Fn(u32) -> Vec<u32>,
+    keep: &dyn Fn(u32) -> bool,
+    k: usize,
+    id_of: &dyn Fn(u32) -> &'a str,
+) -> Vec<u32> {
+    /// A linked candidate: pointing-hit count, first and last pointing rank.
+    struct Cand {
+        slot: u32,
+        count: u32,
+        first: usize,
+        last: usize,
+    }
+    const REJECTED: usize = usize::MAX;
+    if k == 0 {
+        return Vec::new();
+    }
+    let direct_set: FxHashSet<u32> = direct.iter().copied().collect();
+    let mut cands: Vec<Cand> = Vec::new();
+    // slot → index in `cands`, or REJECTED when `keep` said no.
+    let mut seen: FxHashMap<u32, usize> = FxHashMap::default();
+    for (rank, &hit) in direct.iter().enumerate() {
+        for target in links_of(hit) {
+            if direct_set.contains(&target) {
+                continue;
+            }
+            match seen.get(&target) {
+                Some(&REJECTED) => {}
+                Some(&i) => {
+                    let c = &mut cands[i];
+                    if c.last != rank {
+                        c.count += 1;
+                        c.last = rank;
+                    }
+                }
+                None if keep(target) => {
+                    seen.insert(target, cands.len());
+                    cands.push(Cand {
+                        slot: target,
+                        count: 1,
+                        first: rank,
+                        last: rank,
+                    });
+                }
+                None => {
+                    seen.insert(target, REJECTED);
+                }
+            }
+        }
+    }
+    cands.sort_unstable_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.first.cmp(&b.first))
+            .then_with(|| id_of(a.slot).cmp(id_of(b.slot)))
+            .then(a.slot.cmp(&b.slot))
+    });
+    cands.into_iter().take(k).map(|c| c.slot).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Best window ("pos")
+// ---------------------------------------------------------------------------
+
+/// Length of `s` in UTF-16 code units.
+fn utf16_len(s: &str) -> usize {
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// Maximal runs of alphanumeric characters of `s`, de-duplicated, in order.
+fn alnum_words(s: &str) -> Vec<&str> {
+    let mut words: Vec<&str> = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(st)) => {
+                let w = &s[st..i];
+                if !words.contains(&w) {
+                    words.push(w);
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    words
+}
+
+/// Start offset (UTF-16 code units) of the [`FIND_WINDOW`]-wide window of
+/// `text` that best covers the query words: the cluster of whole-word
+/// occurrences with the most distinct words (earliest on ties), centred and
+/// clamped to the text. `None` when no query word occurs.
+pub fn best_window_start(text: &str, query: &str) -> Option<usize> {
+    const W: usize = FIND_WINDOW;
+    if text.is_empty() {
+        return None;
+    }
+    let typed = alnum_words(query);
+    if typed.is_empty() {
+        return None;
+    }
+    let text_len = utf16_len(text);
+
+    // Case-insensitive only when lowercasing keeps every UTF-16 length.
+    let lowered = text.to_lowercase();
+    let lower_words: Vec<String> = typed.iter().map(|w| w.to_lowercase()).collect();
+    let fold = utf16_len(&lowered) == text_len
+        && typed
+            .iter()
+            .zip(&lower_words)
+            .all(|(w, l)| utf16_len(w) == utf16_len(l));
+    let (hay, words): (&str, Vec<String>) = if fold {
+        let mut ws: Vec<String> = Vec::with_capacity(lower_words.len());
+        for w in lower_words {
+            if !ws.contains(&w) {
+                ws.push(w);
+            }
+        }
+        (&lowered, ws)
+    } else {
+        (text, typed.iter().map(|w| (*w).to_owned()).collect())
+    };
+
+    // Whole-word occurrences as (byte start, byte end, word index).
+    let mut occ: Vec<(usize, usize, usize)> = Vec::new();
+    for (wi, w) in words.iter().enumerate() {
+        let mut from = 0;
+        while let Some(p) = hay[from..].find(w.as_str()) {
+            let at = from + p;
+            let end = at + w.len();
+            let before = hay[..at].chars().next_back();
+            let after = hay[end..].chars().next();
+            if !before.is_some_and(char::is_alphanumeric)
+                && !after.is_some_and(char::is_alphanumeric)
+            {
+                occ.push((at, end, wi));
+            }
+            // Next search from the following character (overlaps allowed).
+            from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    if occ.is_empty() {
+        return None;
+    }
+    occ.sort_by_key(|o| o.0);
+
+    // Convert to UTF-16 offsets in one forward walk.
+    let word_len16: Vec<usize> = words.iter().map(|w| utf16_len(w)).collect();
+    let (mut byte, mut unit) = (0usize, 0usize);
+    for o in &mut occ {
+        unit += utf16_len(&hay[byte..o.0]);
+        byte = o.0;
+        *o = (unit, unit + word_len16[o.2], o.2);
+    }
+
+    // Two-pointer sweep: the window of anchor i holds occ[i..j].
+    let mut counts = vec![0u32; words.len()];
+    let mut distinct = 0usize;
+    let mut best: Option<(usize, usize, usize)> = None; // (distinct, start, end)
+    let mut j = 0;
+    for i in 0..occ.len() {
+        j = j.max(i);
+        let limit = occ[i].0 + W;
+        while j < occ.len() && occ[j].1 <= limit {
+            let c = &mut counts[occ[j].2];
+            if *c == 0 {
+                distinct += 1;
+            }
+            *c += 1;
+            j += 1;
+        }
+        if j > i {
+            if best.is_none_or(|b| distinct > b.0) {
+                best = Some((distinct, occ[i].0, occ[j - 1].1));
+            }
+            let c = &mut counts[occ[i].2];
+            *c -= 1;
+            if *c == 0 {
+                distinct -= 1;
+            }
+        }
+    }
+    // Only occurrences wider than the window: fall back to the first one.
+    let (start, end) = best.map_or((occ[0].0, occ[0].1), |b| (b.1, b.2));
+    let slack = W.saturating_sub(end - start) / 2;
+    Some(start.saturating_sub(slack).min(text_len.saturating_sub(W)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Deterministic xorshift generator.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn all(_: u32) -> bool {
+        true
+    }
+
+    /// Builds a complete index from `(names, fields, body)` docs on slots
+    /// 0.., with ids `ids`.
+    fn build(docs: &[(&str, &str, &str)]) -> Index {
+        let mut ix = Index::new(true);
+        for (i, (n, f, b)) in docs.iter().enumerate() {
+            ix.insert(i as u32, &doc_terms(n, f, b));
+        }
+        ix
+    }
+
+    fn ranked(ix: &Index, ids: &[String], q: &str, k: usize) -> Vec<(u32, f64)> {
+        ix.rank(q, k, &all, &|s| ids[s as usize].as_str())
+    }
+
+    fn slots(r: &[(u32, f64)]) -> Vec<u32> {
+        r.iter().map(|x| x.0).collect()
+    }
+
+    fn seq_ids(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("d{i:04}")).collect()
+    }
+
+    // -- tokenizer ---------------------------------------------------------
+
+    #[test]
+    fn tokenize_ascii() {
+        assert_eq!(tokens("order_id"), ["order", "id"]);
+        assert_eq!(tokens("  Hello, World-42x! "), ["hello", "world", "42x"]);
+        assert!(tokens("").is_empty());
+        assert!(tokens(" -_- ").is_empty());
+        let mut out = vec!["pre".to_owned()];
+        tokenize("A b", &mut out);
+        assert_eq!(out, ["pre", "a", "b"]);
+    }
+
+    #[test]
+    fn tokenize_unicode() {
+        assert_eq!(tokens("Operações"), ["operacoes"]);
+        assert_eq!(tokens("売上高 の report"), ["売上高", "の", "report"]);
+        assert_eq!(tokens("Ünïcödé_ÉTÉ"), ["unicode", "ete"]);
+        // NFKD compatibility folding.
+        assert_eq!(tokens("ﬁle ①"), ["file", "1"]);
+    }
+
+    #[test]
+    fn accents_match_both_ways() {
+        let ids = seq_ids(3);
+        let ix = build(&[
+            ("", "", "relatório de operacoes"),
+            ("", "", "nothing here"),
+            ("", "", "operações financeiras"),
+        ]);
+        let r = ranked(&ix, &ids, "operações", 8);
+        assert_eq!(slots(&r).len(), 2);
+        assert!(slots(&r).contains(&0) && slots(&r).contains(&2));
+        let r = ranked(&ix, &ids, "OPERACOES", 8);
+        assert_eq!(slots(&r).len(), 2);
+        let r = ranked(&ix, &ids, "relatorio", 8);
+        assert_eq!(slots(&r), [0]);
+    }
+
+    // -- doc terms ---------------------------------------------------------
+
+    #[test]
+    fn doc_terms_weights() {
+        let d = doc_terms("Order Report", "order status", "the order was shipped");
+        assert_eq!(d.len, 4.0 * 2.0 + 2.0 * 2.0 + 4.0);
+        let get = |t: &str| d.terms.iter().find(|x| x.0 == t).map(|x| x.1);
+        assert_eq!(get("order"), Some(4.0 + 2.0 + 1.0));
+        assert_eq!(get("report"), Some(4.0));
+        assert_eq!(get("status"), Some(2.0));
+        assert_eq!(get("shipped"), Some(1.0));
+        assert!(d.terms.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn doc_terms_roundtrip() {
+        let d = doc_terms("Título", "a b", "売上高 and more text, more");
+        let bytes = d.encode();
+        assert_eq!(DocTerms::decode(&bytes), Some(d.clone()));
+        let empty = DocTerms::default();
+        assert_eq!(DocTerms::decode(&empty.encode()), Some(empty));
+        // Every truncation fails, as do trailing bytes.
+        for n in 0..bytes.len() {
+            assert_eq!(DocTerms::decode(&bytes[..n]), None, "prefix {n}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(DocTerms::decode(&longer), None);
+    }
+
+    #[test]
+    fn decode_garbage_is_none() {
+        // Huge count, huge term length, invalid UTF-8, unsorted terms.
+        assert_eq!(DocTerms::decode(&[0, 0, 0, 0, 255, 255, 255, 255]), None);
+        let mut b = vec![0u8; 8];
+        b[4] = 1;
+        b.extend_from_slice(&[255, 255, 255, 255, 0, 0, 0, 0]);
+        assert_eq!(DocTerms::decode(&b), None);
+        let mut b = vec![0u8; 8];
+        b[4] = 1;
+        b.extend_from_slice(&[1, 0, 0, 0, 0xff, 0, 0, 0, 0]);
+        assert_eq!(DocTerms::decode(&b), None);
+        let unsorted = DocTerms {
+            len: 2.0,
+            terms: vec![("b".into(), 1.0), ("a".into(), 1.0)],
+        };
+        assert_eq!(DocTerms::decode(&unsorted.encode()), None);
+        // Random bytes never panic.
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2000 {
+            let n = rng.below(64) as usize;
+            let mut v: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+            if n >= 8 && rng.below(2) == 0 {
+                v[4..8].copy_from_slice(&(rng.below(4) as u32).to_le_bytes());
+            }
+            let _ = DocTerms::decode(&v);
+        }
+    }
+
+    // -- BM25 --------------------------------------------------------------
+
+    #[test]
+    fn rarer_term_ranks_first() {
+        let ids = seq_ids(6);
+        let ix = build(&[
+            ("", "", "common alpha"),
+            ("", "", "rare beta"),
+            ("", "", "common gamma"),
+            ("", "", "common delta"),
+            ("", "", "common epsilon"),
+            ("", "", "zeta eta"),
+        ]);
+        let r = ranked(&ix, &ids, "common rare", 8);
+        assert_eq!(r.len(), 5);
+        assert_eq!(r[0].0, 1);
+        assert!(r[0].1 > r[1].1);
+    }
+
+    #[test]
+    fn shorter_document_wins() {
+        let ids = seq_ids(3);
+        let ix = build(&[
+            ("", "", "alpha beta gamma delta epsilon"),
+            ("", "", "alpha beta"),
+            ("", "", "other words"),
+        ]);
+        let r = ranked(&ix, &ids, "alpha", 8);
+        assert_eq!(slots(&r), [1, 0]);
+        assert!(r[0].1 > r[1].1);
+    }
+
+    #[test]
+    fn tf_saturates() {
+        let ids = seq_ids(3);
+        let many = ["term"; 10].join(" ");
+        let ix = build(&[
+            ("", "", "term a b c d e f g h i"),
+            ("", "", &many),
+            ("", "", "unrelated"),
+        ]);
+        let r = ranked(&ix, &ids, "term", 8);
+        assert_eq!(slots(&r), [1, 0]);
+        assert!(r[0].1 < 3.0 * r[1].1, "{r:?}");
+    }
+
+    #[test]
+    fn ties_break_by_id() {
+        let ids: Vec<String> = vec!["zeta".into(), "alpha".into(), "mid".into()];
+        let ix = build(&[
+            ("", "", "same words"),
+            ("", "", "same words"),
+            ("", "", "same words"),
+        ]);
+        let r = ranked(&ix, &ids, "same", 8);
+        assert_eq!(slots(&r), [1, 2, 0]);
+        assert_eq!(r[0].1, r[2].1);
+        assert_eq!(slots(&ranked(&ix, &ids, "same", 1)), [1]);
+    }
+
+    #[test]
+    fn multi_term_scores_add() {
+        // Small index: dense accumulator; with 200 fillers: hash map.
+        for fillers in [0usize, 200] {
+            let mut docs = vec![
+                ("", "", "alpha beta"),
+                ("", "", "alpha gamma"),
+                ("", "", "beta gamma"),
+            ];
+            docs.extend(std::iter::repeat_n(("", "", "gamma delta"), fillers));
+            let ids = seq_ids(docs.len());
+            let ix = build(&docs);
+            let r = ranked(&ix, &ids, "alpha beta", 8);
+            assert_eq!(slots(&r), [0, 1, 2], "fillers={fillers}");
+            assert!((r[0].1 - (r[1].1 + r[2].1)).abs() < 1e-12, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn query_terms_are_deduplicated() {
+        let ids = seq_ids(3);
+        let ix = build(&[("", "", "alpha beta"), ("", "", "alpha"), ("", "", "beta")]);
+        let once = ranked(&ix, &ids, "alpha beta", 8);
+        assert_eq!(ranked(&ix, &ids, "alpha ALPHA beta alpha", 8), once);
+        assert_eq!(query_terms("b a b A c"), ["b", "a", "c"]);
+    }
+
+    #[test]
+    fn empty_and_unknown() {
+        let ids = seq_ids(2);
+        let ix = Index::new(true);
+        assert!(ranked(&ix, &ids, "x", 8).is_empty());
+        let ix = build(&[("", "", "a b"), ("", "", "c")]);
+        assert!(ranked(&ix, &ids, "nothing", 8).is_empty());
+        assert!(ranked(&ix, &ids, "", 8).is_empty());
+        assert!(ranked(&ix, &ids, "a", 0).is_empty());
+        assert_eq!(ix.docs(), 2);
+    }
+
+    /// ~100 docs over a small vocabulary, many equal scores.
+    fn random_docs(seed: u64, n: usize) -> Vec<DocTerms> {
+        let vocab = [
+            "alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa",
+        ];
+        let mut rng = Rng(seed);
+        (0..n)
+            .map(|_| {
+                let pick = |rng: &mut Rng, max: u64| {
+                    let len = rng.below(max) as usize;
+                    (0..len)
+                        .map(|_| vocab[rng.below(vocab.len() as u64) as usize])
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let names = pick(&mut rng, 2);
+                let fields = pick(&mut rng, 3);
+                let body = pick(&mut rng, 12);
+                doc_terms(&names, &fields, &body)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bounded_top_k_equals_full_sort() {
+        let docs = random_docs(42, 100);
+        let ids: Vec<String> = (0..100)
+            .map(|i| format!("d{:03}", (i * 37) % 100))
+            .collect();
+        let mut ix = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            ix.insert(i as u32, d);
+        }
+        let mut ties = 0;
+        let mut cut_70 = false;
+        for q in [
+            "alpha",
+            "beta gamma",
+            "eta theta iota kappa",
+            "zeta alpha zeta",
+        ] {
+            let full = ranked(&ix, &ids, q, usize::MAX);
+            assert!(full.len() > 40, "{q}: {}", full.len());
+            // k = 70 uses the collect-and-select path when it cuts.
+            cut_70 |= full.len() > 70;
+            // Independent check of the full order.
+            for w in full.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                assert!(
+                    a.1 > b.1 || (a.1 == b.1 && ids[a.0 as usize] < ids[b.0 as usize]),
+                    "{q}: {a:?} {b:?}"
+                );
+            }
+            ties += full.windows(2).filter(|w| w[0].1 == w[1].1).count();
+            for k in [1, 3, 8, 17, 40, 70] {
+                let want = &full[..k.min(full.len())];
+                assert_eq!(ranked(&ix, &ids, q, k), want, "{q} k={k}");
+            }
+        }
+        // The data must exercise the id tie-break and both selections.
+        assert!(ties > 10, "{ties}");
+        assert!(cut_70);
+    }
+
+    #[test]
+    fn keep_applies_before_k() {
+        let ids = seq_ids(5);
+        let ix = build(&[
+            ("x", "", "x"),
+            ("x", "", ""),
+            ("", "", "x"),
+            ("", "", "x y z"),
+            ("", "", "nothing"),
+        ]);
+        let full = ranked(&ix, &ids, "x", 8);
+        assert_eq!(full.len(), 4);
+        let (a, b) = (full[0].0, full[1].0);
+        let keep = |s: u32| s != a && s != b;
+        let r = ix.rank("x", 2, &keep, &|s| ids[s as usize].as_str());
+        assert_eq!(r, full[2..4]);
+    }
+
+    #[test]
+    fn field_weighting() {
+        let ids = seq_ids(4);
+        let ix = build(&[
+            // All four have weighted length 4; ties would go to slot 0.
+            ("", "", "widget x y z"),
+            ("", "widget", "x y"),
+            ("widget", "", ""),
+            ("", "", "x y z w"),
+        ]);
+        let r = ranked(&ix, &ids, "widget", 8);
+        assert_eq!(slots(&r), [2, 1, 0]);
+        assert!(r[0].1 > r[1].1 && r[1].1 > r[2].1);
+    }
+
+    #[test]
+    fn incremental_equals_rebuild() {
+        let docs = random_docs(7, 100);
+        let ids: Vec<String> = (0..100)
+            .map(|i| format!("d{:03}", (i * 53) % 100))
+            .collect();
+        let mut inc = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            inc.insert(i as u32, d);
+        }
+        let removed = |i: usize| i.is_multiple_of(3) || i % 7 == 2;
+        for (i, d) in docs.iter().enumerate().rev() {
+            if removed(i) {
+                inc.remove(i as u32, d);
+            }
+        }
+        let mut fresh = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            if !removed(i) {
+                fresh.insert(i as u32, d);
+            }
+        }
+        assert_eq!(inc.docs(), fresh.docs());
+        assert_eq!(inc.postings.len(), fresh.postings.len());
+        for q in ["alpha", "beta gamma", "eta theta iota kappa", "kappa"] {
+            let a = ranked(&inc, &ids, q, 40);
+            assert!(!a.is_empty());
+            assert!(a.iter().all(|&(s, _)| !removed(s as usize)));
+            assert_eq!(a, ranked(&fresh, &ids, q, 40), "{q}");
+        }
+        // Re-inserting a removed doc into a reused slot works too.
+        inc.insert(0, &docs[0]);
+        fresh.insert(0, &docs[0]);
+        assert_eq!(
+            ranked(&inc, &ids, "alpha beta", 50),
+            ranked(&fresh, &ids, "alpha beta", 50)
+        );
+    }
+
+    #[test]
+    fn cache_mode_equals_complete() {
+        let docs = random_docs(99, 100);
+        let ids = seq_ids(101);
+        let mut full = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            full.insert(i as u32, d);
+        }
+        let mut cache = Index::new(false);
+        for (i, d) in docs.iter().enumerate() {
+            cache.set_doc_len(i as u32, d.len);
+        }
+        assert_eq!(cache.docs(), 100);
+        let q = "beta Gamma beta nosuchterm";
+        assert!(full.missing_terms(q).is_empty());
+        let missing = cache.missing_terms(q);
+        assert_eq!(missing, ["beta", "gamma", "nosuchterm"]);
+        for t in &missing {
+            let p = full.postings.get(t.as_str()).cloned().unwrap_or_default();
+            cache.load_term(t, p);
+        }
+        assert!(cache.missing_terms(q).is_empty());
+        assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
+
+        // Insert/remove touch only loaded terms, and stay equivalent.
+        let extra = doc_terms("beta", "", "gamma unloaded");
+        cache.insert(100, &extra);
+        full.insert(100, &extra);
+        assert_eq!(cache.missing_terms("unloaded"), ["unloaded"]);
+        assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
+        cache.remove(5, &docs[5]);
+        full.remove(5, &docs[5]);
+        assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
+    }
+
+    #[test]
+    fn dense_and_sparse_paths_agree() {
+        // A rare term (hash-map accumulator) and a term in every document
+        // (dense accumulator) both give the hand-computed BM25 scores.
+        let mut ix = Index::new(true);
+        for i in 0..200u32 {
+            let body = if i == 150 { "needle hay" } else { "hay" };
+            ix.insert(i, &doc_terms("", "", body));
+        }
+        let ids = seq_ids(200);
+        let r = ranked(&ix, &ids, "needle", 8);
+        assert_eq!(slots(&r), [150]);
+        let n = 200.0f64;
+        let idf = (1.0 + (n - 1.0 + 0.5) / 1.5).ln();
+        let avg = (199.0 + 2.0) / n;
+        let norm = 1.0 - B + B * 2.0 / avg;
+        let want = idf * (K1 + 1.0) / (1.0 + K1 * norm);
+        assert!((r[0].1 - want).abs() < 1e-12, "{} vs {want}", r[0].1);
+        let r = ranked(&ix, &ids, "hay", 300);
+        assert_eq!(r.len(), 200);
+        let idf = (1.0 + 0.5 / (n + 0.5)).ln();
+        let bm25 = |len: f64| idf * (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * len / avg));
+        // The longer document (slot 150) comes last.
+        assert_eq!(r[199].0, 150);
+        assert!((r[199].1 - bm25(2.0)).abs() < 1e-12);
+        assert!((r[0].1 - bm25(1.0)).abs() < 1e-12);
+        assert_eq!(r[0].0, 0);
+    }
+
+    // -- expansion ---------------------------------------------------------
+
+    fn links<'a>(map: &'a [(u32, &'a [u32])]) -> impl Fn(u32) -> Vec<u32> + 'a {
+        move |s| {
+            map.iter()
+                .find(|(k, _)| *k == s)
+                .map(|(_, v)| v.to_vec())
+                .unwrap_or_default()
+        }
+    }
+
+    #[test]
+    fn expand_hub_limited_to_k() {
+        let ids = seq_ids(10);
+        let map: &[(u32, &[u32])] = &[(0, &[5, 4, 3, 2, 1])];
+        let r = expand(&[0], &links(map), &all, 2, &|s| ids[s as usize].as_str());
+        // Equal count and first rank: id order.
+        assert_eq!(r, [1, 2]);
+    }
+
+    #[test]
+    fn expand_shared_target_first() {
+        let ids = seq_ids(10);
+        let map: &[(u32, &[u32])] = &[(0, &[5, 6]), (1, &[7, 6, 6]), (2, &[6, 8])];
+        let r = expand(&[0, 1, 2], &links(map), &all, 10, &|s| {
+            ids[s as usize].as_str()
+        });
+        assert_eq!(r, [6, 5, 7, 8]);
+        // Repeated links from one hit count once.
+        let map2: &[(u32, &[u32])] = &[(0, &[5, 5, 5]), (1, &[6]), (2, &[6])];
+        let r = expand(&[0, 1, 2], &links(map2), &all, 10, &|s| {
+            ids[s as usize].as_str()
+        });
+        assert_eq!(r, [6, 5]);
+        // keep filters before k.
+        let keep = |s: u32| s != 6;
+        let r = expand(&[0, 1, 2], &links(map), &keep, 2, &|s| {
+            ids[s as usize].as_str()
+        });
+        assert_eq!(r, [5, 7]);
+        assert!(expand(&[0], &links(map), &all, 0, &|s| ids[s as usize].as_str()).is_empty());
+    }
+
+    #[test]
+    fn expand_skips_direct_hits() {
+        let ids = seq_ids(10);
+        let map: &[(u32, &[u32])] = &[(0, &[1, 2, 0]), (1, &[0, 3])];
+        let r = expand(&[0, 1], &links(map), &all, 10, &|s| {
+            ids[s as usize].as_str()
+        });
+        assert_eq!(r, [2, 3]);
+    }
+
+    // -- best window -------------------------------------------------------
+
+    fn spaces(n: usize) -> String {
+        " ".repeat(n)
+    }
+
+    #[test]
+    fn pos_lone_word_is_centred() {
+        let text = format!("{}needle{}", spaces(3000), spaces(3000));
+        assert_eq!(
+            best_window_start(&text, "needle"),
+            Some(3000 - (2000 - 6) / 2)
+        );
+        // Odd slack floors.
+        let text = format!("{}needles{}", spaces(3000), spaces(3000));
+        assert_eq!(
+            best_window_start(&text, "needles"),
+            Some(3000 - (2000 - 7) / 2)
+        );
+    }
+
+    #[test]
+    fn pos_more_distinct_words_win() {
+        let text = format!(
+            "{}alpha{}alpha beta{}",
+            spaces(100),
+            spaces(4895),
+            spaces(5000)
+        );
+        // "alpha beta" starts at 5000, spans 10.
+        assert_eq!(best_window_start(&text, "alpha beta"), Some(5000 - 995));
+        // Distinct, not total: repeated alphas do not beat alpha+beta.
+        let text = format!(
+            "{}alpha alpha alpha{}alpha beta{}",
+            spaces(3000),
+            spaces(4983),
+            spaces(5000)
+        );
+        assert_eq!(best_window_start(&text, "beta alpha"), Some(8000 - 995));
+    }
+
+    #[test]
+    fn pos_tie_goes_to_earliest() {
+        let text = format!("{}alpha{}alpha{}", spaces(3000), spaces(3995), spaces(5000));
+        assert_eq!(best_window_start(&text, "alpha"), Some(3000 - 997));
+    }
+
+    #[test]
+    fn pos_clamped_and_short() {
+        let text = format!("{}needle{}", spaces(4900), spaces(94));
+        assert_eq!(utf16_len(&text), 5000);
+        assert_eq!(best_window_start(&text, "needle"), Some(3000));
+        assert_eq!(best_window_start("hello world", "world"), Some(0));
+        let text = format!("{}needle", spaces(1000));
+        assert_eq!(best_window_start(&text, "needle"), Some(0));
+    }
+
+    #[test]
+    fn pos_whole_words_only() {
+        assert_eq!(best_window_start("concatenate things", "cat"), None);
+        assert_eq!(best_window_start("a tomcat", "cat"), None);
+        assert_eq!(best_window_start("a tomcat", "tomcat"), Some(0));
+        let text = format!(
+            "{}concatenate {}cat{}",
+            spaces(10),
+            spaces(3000),
+            spaces(3000)
+        );
+        // "cat" at 10 + 12 + 3000.
+        assert_eq!(best_window_start(&text, "cat"), Some(3022 - 998));
+        assert_eq!(best_window_start("", "cat"), None);
+        assert_eq!(best_window_start("cat", ""), None);
+        assert_eq!(best_window_start("cat", " -- "), None);
+    }
+
+    #[test]
+    fn pos_counts_utf16_units() {
+        let text = format!("{} needle{}", "😀".repeat(1500), spaces(3000));
+        // 1500 emoji = 3000 units, then a space.
+        assert_eq!(best_window_start(&text, "needle"), Some(3001 - 997));
+        let text = format!("{} needle{}", "é".repeat(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, "needle"), Some(3001 - 997));
+    }
+
+    #[test]
+    fn pos_case_folding() {
+        let text = format!("{}NeedLe{}", spaces(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, "nEEDLE"), Some(3000 - 997));
+        // "İ" lowercases to two UTF-16 units: matching turns case-sensitive.
+        let text = format!("İ{}NeedLe{}", spaces(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, "needle"), None);
+        assert_eq!(best_window_start(&text, "NeedLe"), Some(3001 - 997));
+        // Accents are not folded here.
+        assert_eq!(best_window_start("café", "cafe"), None);
+        assert_eq!(best_window_start("café au lait", "CAFÉ"), Some(0));
+    }
+
+    #[test]
+    fn pos_overlong_word_falls_back() {
+        let long = "a".repeat(2500);
+        let text = format!("{}{long}{}", spaces(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, &long), Some(3000));
+    }
+}

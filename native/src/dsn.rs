@@ -1,0 +1,305 @@
+//! Connection strings (reference langonrock §1.1, SPEC §3): which
+//! knowledge a command or server works on.
+
+use okfit_core::kb::names;
+use std::path::PathBuf;
+
+/// A parsed connection string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dsn {
+    /// `okf:///abs/bundle` with no tenant: one bundle folder read live.
+    Folder {
+        /// The bundle folder.
+        path: PathBuf,
+    },
+    /// `okf:///abs/data?tenant=t` or `okf://?tenant=t`: the embedded store.
+    Store {
+        /// The data root (`<root>/tenants/<tenant>/`).
+        root: PathBuf,
+        /// The tenant.
+        tenant: String,
+    },
+    /// `okf+unix:///path.sock?tenant=t`: a running `okfit serve`.
+    Unix {
+        /// The socket.
+        socket: PathBuf,
+        /// The tenant (required without a token).
+        tenant: Option<String>,
+        /// A bearer token.
+        token: Option<String>,
+    },
+    /// `okf+http(s)://host:port?token=…`: a remote `okfit serve`.
+    Http {
+        /// `http(s)://host[:port]` (any path in the string is dropped).
+        origin: String,
+        /// The tenant, when given.
+        tenant: Option<String>,
+        /// The bearer token; it picks the tenant.
+        token: Option<String>,
+    },
+    /// `okf+npipe://./pipe/name`: parsed, not supported.
+    Npipe {
+        /// `\\.\pipe\<name>`.
+        pipe: String,
+    },
+}
+
+const SCHEMES: &str = "okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:";
+
+/// The platform data root: `OKFIT_DATA`, else the platform's data
+/// directory (`$XDG_DATA_HOME/okfit`, `~/.local/share/okfit`,
+/// `~/Library/Application Support/okfit`, `%LOCALAPPDATA%\okfit`).
+pub fn default_data_root() -> Result<PathBuf, String> {
+    if let Some(d) = std::env::var_os("OKFIT_DATA").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = if cfg!(windows) {
+        std::env::var_os("LOCALAPPDATA").map(PathBuf::from)
+    } else if cfg!(target_os = "macos") {
+        home().map(|h| h.join("Library/Application Support"))
+    } else {
+        std::env::var_os("XDG_DATA_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home().map(|h| h.join(".local/share")))
+    };
+    dir.map(|d| d.join("okfit")).ok_or_else(|| {
+        "no data directory: set OKFIT_DATA or HOME, or give the data root in the connection string"
+            .to_string()
+    })
+}
+
+/// Rewrites `scheme://C:\x` and `scheme:C:/x` as `scheme:///C:/x`.
+fn windows_form(s: &str) -> String {
+    let (head, query) = match s.find('?') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, ""),
+    };
+    let Some(colon) = head.find(':') else {
+        return s.to_string();
+    };
+    let scheme = &head[..=colon];
+    if !scheme[..colon]
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b == b'+')
+    {
+        return s.to_string();
+    }
+    let rest = head[colon + 1..].trim_start_matches('/');
+    let b = rest.as_bytes();
+    if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/')
+    {
+        return format!("{scheme}///{}{query}", rest.replace('\\', "/"));
+    }
+    s.to_string()
+}
+
+/// Parses a connection string with the reference's messages.
+pub fn parse(dsn: &str) -> Result<Dsn, String> {
+    let normalized = windows_form(dsn.trim());
+    let url = url::Url::parse(&normalized).map_err(|_| format!("invalid dsn \"{dsn}\""))?;
+    let scheme = url.scheme().to_string();
+    let mut tenant = None;
+    let mut token = None;
+    for (k, v) in url.query_pairs() {
+        match k.as_ref() {
+            "tenant" if !v.is_empty() => tenant = Some(v.into_owned()),
+            "token" if !v.is_empty() => token = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    if let Some(t) = &tenant {
+        names::check_tenant(t)?;
+    }
+    let path = || -> Result<PathBuf, String> {
+        let raw = url.path();
+        let decoded = percent_encoding::percent_decode_str(raw)
+            .decode_utf8()
+            .map_err(|_| format!("invalid dsn \"{dsn}\": the path is not valid UTF-8"))?;
+        let p = decoded.as_ref();
+        let b = p.as_bytes();
+        let p = if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
+            &p[1..]
+        } else {
+            p
+        };
+        Ok(PathBuf::from(p))
+    };
+    match scheme.as_str() {
+        "okf" => {
+            if let Some(host) = url.host_str().filter(|h| !h.is_empty()) {
+                return Err(format!(
+                    "invalid dsn \"{dsn}\": \"{host}\" reads as a host name, not a folder; write three slashes and an absolute path (okf:///abs/path)"
+                ));
+            }
+            let p = path()?;
+            let empty = p.as_os_str().is_empty() || p.as_os_str() == "/";
+            match (empty, tenant) {
+                (true, None) => Err("embedded dsn needs ?tenant=".into()),
+                (true, Some(tenant)) => Ok(Dsn::Store {
+                    root: default_data_root()?,
+                    tenant,
+                }),
+                (false, Some(tenant)) => Ok(Dsn::Store { root: p, tenant }),
+                (false, None) => Ok(Dsn::Folder { path: p }),
+            }
+        }
+        "okf+unix" => Ok(Dsn::Unix {
+            socket: path()?,
+            tenant,
+            token,
+        }),
+        "okf+http" | "okf+https" => {
+            let host = url
+                .host_str()
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| format!("invalid dsn \"{dsn}\""))?;
+            let proto = if scheme == "okf+https" {
+                "https"
+            } else {
+                "http"
+            };
+            let origin = match url.port() {
+                Some(p) => format!("{proto}://{host}:{p}"),
+                None => format!("{proto}://{host}"),
+            };
+            Ok(Dsn::Http {
+                origin,
+                tenant,
+                token,
+            })
+        }
+        "okf+npipe" => {
+            let mut name = format!("{}{}", url.host_str().unwrap_or(""), url.path());
+            name = name
+                .trim_start_matches("./")
+                .trim_start_matches('.')
+                .to_string();
+            let name = name.trim_start_matches('/');
+            let name = name.strip_prefix("pipe/").unwrap_or(name);
+            Ok(Dsn::Npipe {
+                pipe: format!("\\\\.\\pipe\\{}", name.replace('/', "\\")),
+            })
+        }
+        other => Err(format!(
+            "unsupported dsn scheme \"{other}:\", expected one of {SCHEMES}"
+        )),
+    }
+}
+
+impl std::fmt::Display for Dsn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dsn::Folder { path } => write!(f, "okf://{}", path.display()),
+            Dsn::Store { root, tenant } => {
+                write!(f, "okf://{}?tenant={tenant}", root.display())
+            }
+            Dsn::Unix { socket, tenant, .. } => {
+                write!(f, "okf+unix://{}", socket.display())?;
+                match tenant {
+                    Some(t) => write!(f, "?tenant={t}"),
+                    None => Ok(()),
+                }
+            }
+            Dsn::Http { origin, .. } => write!(f, "okf+{origin}"),
+            Dsn::Npipe { pipe } => write!(f, "okf+npipe:{pipe}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grammar() {
+        assert_eq!(
+            parse("okf:///var/data?tenant=acme").unwrap(),
+            Dsn::Store {
+                root: "/var/data".into(),
+                tenant: "acme".into()
+            }
+        );
+        assert_eq!(
+            parse("okf:///abs/bundle").unwrap(),
+            Dsn::Folder {
+                path: "/abs/bundle".into()
+            }
+        );
+        assert_eq!(
+            parse("okf:///a%20b/c?tenant=").unwrap(),
+            Dsn::Folder {
+                path: "/a b/c".into()
+            }
+        );
+        assert_eq!(
+            parse("okf+unix:///tmp/okf.sock?tenant=acme").unwrap(),
+            Dsn::Unix {
+                socket: "/tmp/okf.sock".into(),
+                tenant: Some("acme".into()),
+                token: None
+            }
+        );
+        assert_eq!(
+            parse("okf+https://host:7777/ignored/path?token=abc").unwrap(),
+            Dsn::Http {
+                origin: "https://host:7777".into(),
+                tenant: None,
+                token: Some("abc".into())
+            }
+        );
+        assert_eq!(
+            parse("okf+http://host:7777?token=t").unwrap(),
+            Dsn::Http {
+                origin: "http://host:7777".into(),
+                tenant: None,
+                token: Some("t".into())
+            }
+        );
+        assert_eq!(
+            parse("okf+npipe://./pipe/okf").unwrap(),
+            Dsn::Npipe {
+                pipe: "\\\\.\\pipe\\okf".into()
+            }
+        );
+        for w in [
+            "okf://C:\\Users\\me\\data?tenant=a",
+            "okf://C:/Users/me/data?tenant=a",
+            "okf:///C:/Users/me/data?tenant=a",
+        ] {
+            assert_eq!(
+                parse(w).unwrap(),
+                Dsn::Store {
+                    root: "C:/Users/me/data".into(),
+                    tenant: "a".into()
+                },
+                "{w}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(parse("not a url").unwrap_err(), "invalid dsn \"not a url\"");
+        assert_eq!(
+            parse("ftp://x").unwrap_err(),
+            "unsupported dsn scheme \"ftp:\", expected one of okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:"
+        );
+        assert_eq!(parse("okf://").unwrap_err(), "embedded dsn needs ?tenant=");
+        assert_eq!(
+            parse("okf:///d?tenant=a%20b").unwrap_err(),
+            "invalid tenant id \"a b\": expected 1-64 chars of [a-z0-9_-]"
+        );
+        assert!(parse("okf://data?tenant=a")
+            .unwrap_err()
+            .contains("\"data\" reads as a host name"));
+        assert!(parse("okf://./data")
+            .unwrap_err()
+            .contains("reads as a host"));
+    }
+}

@@ -1,0 +1,873 @@
+//! Knowledge over a connection: the read model of a bundle folder or of a
+//! store tenant, kept current, answering `manifest`, `search`, `get` and
+//! `snapshot`, and committing changes.
+//!
+//! A folder connection reads the files live (an inotify watch says when to
+//! re-check metadata; unchanged files are never parsed again). A store
+//! connection loads the compiled rows once, catches up with commits made
+//! by other processes before each answer, and reads search postings for
+//! the words asked about.
+
+use crate::dsn::Dsn;
+use crate::error::Error;
+use crate::project::Stamp;
+use crate::store::{ChangeRow, CommitPlan, Head, NewDoc, RevisionInfo, SqliteStore, Storage};
+use crate::walk;
+use crate::watch::Watch;
+use okfit_core::doc::hex;
+use okfit_core::kb::compile::{self, Compiled};
+use okfit_core::kb::model::{self, Entry, Model};
+use okfit_core::kb::names;
+use okfit_core::kb::search::{self, DocTerms, Index};
+use okfit_core::kb::slice::SliceOptions;
+use okfit_core::time::{self, Instant};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Largest document a write accepts.
+pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// sha256 of bytes, lowercase hex.
+pub fn sha256_hex(b: &[u8]) -> String {
+    hex(&Sha256::digest(b))
+}
+
+/// How a change asserts what it replaces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pre {
+    /// The document must not exist.
+    Create,
+    /// The document must exist with this hash.
+    Hash(String),
+    /// Whatever is there (put, import, `--force`).
+    Any,
+}
+
+/// One document change.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// Bundle.
+    pub bundle: String,
+    /// Path inside the bundle.
+    pub path: String,
+    /// New bytes; `None` deletes.
+    pub content: Option<Vec<u8>>,
+    /// The precondition.
+    pub pre: Pre,
+}
+
+/// Why a change's precondition failed, with the hash a retry needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Precondition {
+    /// The refusal sentence.
+    pub message: String,
+    /// The current hash, when the document exists.
+    pub current: Option<String>,
+}
+
+/// A commit's outcome.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    /// The revision (none for a folder connection).
+    pub revision: Option<RevisionInfo>,
+    /// Snapshot digest after the commit.
+    pub snapshot: String,
+    /// Concepts after the commit.
+    pub concepts: usize,
+    /// Bundles after the commit.
+    pub bundles: Vec<String>,
+    /// New hash of each written document (in change order; `None` for deletes).
+    pub hashes: Vec<Option<String>>,
+}
+
+/// A commit failure.
+#[derive(Debug)]
+pub enum CommitError {
+    /// A precondition failed (nothing was written).
+    Precondition {
+        /// Index of the failing change.
+        index: usize,
+        /// What failed.
+        failure: Precondition,
+    },
+    /// Anything else.
+    Other(Error),
+}
+
+impl From<Error> for CommitError {
+    fn from(e: Error) -> Self {
+        CommitError::Other(e)
+    }
+}
+
+struct Cached {
+    generation: u64,
+    bundle: Option<String>,
+    text: Arc<str>,
+    until: Option<i64>,
+}
+
+/// The state of one connection's knowledge.
+struct View {
+    model: Model,
+    index: Index,
+    manifest: Vec<Cached>,
+}
+
+impl View {
+    fn new(tenant: &str, complete: bool) -> View {
+        View {
+            model: Model::new(tenant),
+            index: Index::new(complete),
+            manifest: vec![],
+        }
+    }
+
+    fn manifest(&mut self, bundle: Option<&str>, now: Instant) -> Result<Arc<str>, Error> {
+        let gen = self.model.generation();
+        if let Some(c) = self.manifest.iter().find(|c| {
+            c.generation == gen
+                && c.bundle.as_deref() == bundle
+                && c.until.is_none_or(|u| now.0 < u)
+        }) {
+            return Ok(c.text.clone());
+        }
+        let (text, until) = self.model.manifest(bundle, now).map_err(Error::Refused)?;
+        let text: Arc<str> = Arc::from(text);
+        self.manifest
+            .retain(|c| c.generation == gen && c.bundle.as_deref() != bundle);
+        self.manifest.push(Cached {
+            generation: gen,
+            bundle: bundle.map(str::to_string),
+            text: text.clone(),
+            until,
+        });
+        Ok(text)
+    }
+
+    fn terms(&self, slot: u32, text: &str) -> Option<DocTerms> {
+        let (names, fields) = self.model.search_fields(slot)?;
+        let e = self.model.entry(slot)?;
+        let body = text.get(e.compiled.body_start as usize..).unwrap_or("");
+        Some(search::doc_terms(&names, &fields, body))
+    }
+}
+
+struct FolderKb {
+    root: PathBuf,
+    view: Option<View>,
+    texts: HashMap<String, Arc<str>>,
+    terms: HashMap<u32, DocTerms>,
+    stamps: HashMap<String, Stamp>,
+    watch: Option<Watch>,
+}
+
+struct StoreKb {
+    root: PathBuf,
+    tenant: String,
+    store: Option<SqliteStore>,
+    view: Option<View>,
+    head: Option<Head>,
+}
+
+enum Backend {
+    Folder(FolderKb),
+    Store(StoreKb),
+}
+
+/// Knowledge behind one connection string.
+pub struct Knowledge {
+    dsn: Dsn,
+    name: String,
+    now: Option<Instant>,
+    inner: Mutex<Backend>,
+}
+
+/// The bundle name a folder connection serves: the folder's name.
+pub fn folder_bundle_name(path: &Path) -> Result<String, Error> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_string();
+    names::check_bundle(&name).map_err(|e| {
+        Error::Refused(format!(
+            "{e} (a folder connection serves its folder as the bundle of that name; rename the folder or put it into a store with --bundle)"
+        ))
+    })?;
+    Ok(name)
+}
+
+fn read_text(path: &Path) -> Option<Arc<str>> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(Arc::from(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+impl FolderKb {
+    fn refresh(&mut self, name: &str) -> Result<(), Error> {
+        if self.view.is_some() {
+            if let Some(w) = self.watch.as_mut() {
+                if !w.changed() {
+                    return Ok(());
+                }
+            }
+        }
+        let walked = walk::walk(&self.root)?;
+        let md: Vec<(String, PathBuf)> = walked
+            .files
+            .into_iter()
+            .filter(|(rel, _)| rel.ends_with(".md"))
+            .collect();
+        // (Re)watch every directory: new ones appear with new files.
+        self.watch = Watch::new(&walked.dirs);
+        let view = self.view.get_or_insert_with(|| View::new(name, true));
+        let mut changed: Vec<(String, PathBuf, Stamp)> = vec![];
+        let mut seen: std::collections::HashSet<&str> = Default::default();
+        for (rel, abs) in &md {
+            seen.insert(rel.as_str());
+            let Some(st) = Stamp::of(abs) else { continue };
+            if self.stamps.get(rel) != Some(&st) {
+                changed.push((rel.clone(), abs.clone(), st));
+            }
+        }
+        let gone: Vec<String> = self
+            .stamps
+            .keys()
+            .filter(|k| !seen.contains(k.as_str()))
+            .cloned()
+            .collect();
+        if changed.is_empty() && gone.is_empty() {
+            return Ok(());
+        }
+        let parsed: Vec<(String, Stamp, Arc<str>, Compiled)> = changed
+            .into_par_iter()
+            .filter_map(|(rel, abs, st)| {
+                let text = read_text(&abs)?;
+                let c = compile::compile(&rel, &text);
+                Some((rel, st, text, c))
+            })
+            .collect();
+        let mut touched: Vec<u32> = vec![];
+        for rel in gone {
+            self.stamps.remove(&rel);
+            self.texts.remove(&rel);
+            if let Some((slot, _)) = view.model.remove(name, &rel) {
+                if let Some(t) = self.terms.remove(&slot) {
+                    view.index.remove(slot, &t);
+                }
+            }
+        }
+        for (rel, st, text, c) in parsed {
+            self.stamps.insert(rel.clone(), st);
+            let hash = sha256_hex(text.as_bytes());
+            let (slot, _) = view.model.upsert(name, &rel, &hash, c);
+            self.texts.insert(rel, text);
+            touched.push(slot);
+        }
+        touched.extend(view.model.settle());
+        touched.sort_unstable();
+        touched.dedup();
+        for slot in touched {
+            if let Some(t) = self.terms.remove(&slot) {
+                view.index.remove(slot, &t);
+            }
+            let text = view
+                .model
+                .entry(slot)
+                .and_then(|e| self.texts.get(&e.path))
+                .cloned();
+            if let Some(text) = text {
+                if let Some(t) = view.terms(slot, &text) {
+                    view.index.insert(slot, &t);
+                    self.terms.insert(slot, t);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StoreKb {
+    fn open_store(&mut self, create: bool) -> Result<(), Error> {
+        if self.store.is_none() {
+            self.store = Some(SqliteStore::open(&self.root, &self.tenant, create)?);
+        }
+        Ok(())
+    }
+
+    /// Loads the model once, then applies commits made elsewhere.
+    fn refresh(&mut self) -> Result<(), Error> {
+        self.open_store(false)?;
+        let Some(store) = self.store.as_ref() else {
+            return Ok(());
+        };
+        if let Some(view) = self.view.as_mut() {
+            let head = store.head()?;
+            if head == self.head {
+                return Ok(());
+            }
+            let since = self.head.as_ref().map_or(0, |h| h.seq);
+            let (head, keys, rows) = store.changed_since(since)?;
+            for (b, p) in &keys {
+                if let Some((slot, _)) = view.model.remove(b, p) {
+                    view.index.forget(slot);
+                }
+            }
+            for r in rows {
+                let nav = r.compiled.nav;
+                let slot = view
+                    .model
+                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
+                if !nav {
+                    view.index.set_doc_len(slot, r.len);
+                }
+            }
+            view.model.settle();
+            // Postings changed underneath: loaded ones are read again.
+            view.index.clear_terms();
+            self.head = head;
+            return Ok(());
+        }
+        if self.view.is_none() {
+            let (head, rows) = store.load()?;
+            let mut view = View::new(&self.tenant, false);
+            for r in rows {
+                let len = r.len;
+                let nav = r.compiled.nav;
+                let slot = view
+                    .model
+                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
+                if !nav {
+                    view.index.set_doc_len(slot, len);
+                }
+            }
+            view.model.settle();
+            self.view = Some(view);
+            self.head = head;
+        }
+        Ok(())
+    }
+
+    fn load_terms(&mut self, query: &str) -> Result<(), Error> {
+        let (Some(view), Some(store)) = (self.view.as_mut(), self.store.as_ref()) else {
+            return Ok(());
+        };
+        for t in view.index.missing_terms(query) {
+            let p = store.postings(&t)?;
+            view.index.load_term(&t, p);
+        }
+        Ok(())
+    }
+}
+
+fn now_or(now: Option<Instant>) -> Instant {
+    now.unwrap_or_else(crate::cli::wall_clock)
+}
+
+impl Knowledge {
+    /// Opens knowledge over a connection string. A store tenant that does
+    /// not exist yet opens fine: reads say so, the first write creates it.
+    pub fn open(dsn: &str) -> Result<Knowledge, Error> {
+        let parsed = crate::dsn::parse(dsn).map_err(Error::Usage)?;
+        Knowledge::from_dsn(parsed)
+    }
+
+    /// Opens knowledge over a parsed connection.
+    pub fn from_dsn(dsn: Dsn) -> Result<Knowledge, Error> {
+        let (name, backend) = match &dsn {
+            Dsn::Folder { path } => {
+                if !path.is_dir() {
+                    return Err(Error::BundleNotDirectory(path.clone()));
+                }
+                let name = folder_bundle_name(path)?;
+                (
+                    name,
+                    Backend::Folder(FolderKb {
+                        root: path.clone(),
+                        view: None,
+                        texts: HashMap::new(),
+                        terms: HashMap::new(),
+                        stamps: HashMap::new(),
+                        watch: None,
+                    }),
+                )
+            }
+            Dsn::Store { root, tenant } => (
+                tenant.clone(),
+                Backend::Store(StoreKb {
+                    root: root.clone(),
+                    tenant: tenant.clone(),
+                    store: None,
+                    view: None,
+                    head: None,
+                }),
+            ),
+            Dsn::Npipe { .. } => {
+                return Err(Error::Usage(
+                    "npipe transport is unavailable: run the daemon on loopback TCP and connect with okf+http://127.0.0.1:PORT?token=...".into(),
+                ))
+            }
+            Dsn::Unix { .. } | Dsn::Http { .. } => {
+                return Err(Error::Usage(format!(
+                    "{dsn}: connecting to a running okfit serve is not available in this build; use an okf:// connection"
+                )))
+            }
+        };
+        Ok(Knowledge {
+            dsn,
+            name,
+            now: None,
+            inner: Mutex::new(backend),
+        })
+    }
+
+    /// Fixes `now` (stale demotion) instead of the wall clock.
+    pub fn with_now(mut self, now: Option<Instant>) -> Knowledge {
+        self.now = now;
+        self
+    }
+
+    /// The connection.
+    pub fn dsn(&self) -> &Dsn {
+        &self.dsn
+    }
+
+    /// The tenant (or folder bundle) name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Backend> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` over the current view and a source reader.
+    fn read<R>(
+        &self,
+        query: Option<&str>,
+        f: impl FnOnce(&mut View, &mut dyn FnMut(&Entry) -> Option<String>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let mut guard = self.lock();
+        match &mut *guard {
+            Backend::Folder(fk) => {
+                fk.refresh(&self.name)?;
+                let FolderKb { view, texts, .. } = fk;
+                let view = view
+                    .as_mut()
+                    .ok_or_else(|| Error::Store("no view".into()))?;
+                let mut body =
+                    |e: &Entry| -> Option<String> { texts.get(&e.path).map(|t| t.to_string()) };
+                f(view, &mut body)
+            }
+            Backend::Store(sk) => {
+                sk.refresh()?;
+                if let Some(q) = query {
+                    sk.load_terms(q)?;
+                }
+                let StoreKb { view, store, .. } = sk;
+                let view = view
+                    .as_mut()
+                    .ok_or_else(|| Error::Store("no view".into()))?;
+                let store = store.as_ref();
+                let mut body = |e: &Entry| -> Option<String> {
+                    let bytes = store?.blob(&e.hash).ok()??;
+                    String::from_utf8(bytes).ok()
+                };
+                f(view, &mut body)
+            }
+        }
+    }
+}
+
+/// Options of [`Knowledge::get`].
+#[derive(Clone, Debug, Default)]
+pub struct GetOptions {
+    /// One named section instead of the whole body.
+    pub section: Option<String>,
+    /// Slice options (offset, limit, find).
+    pub slice: SliceOptions,
+}
+
+impl Knowledge {
+    /// The manifest TSV, whole or for one bundle.
+    pub fn manifest(&self, bundle: Option<&str>) -> Result<Arc<str>, Error> {
+        let now = now_or(self.now);
+        self.read(None, |view, _| view.manifest(bundle, now))
+    }
+
+    /// The snapshot digest and concept count.
+    pub fn snapshot(&self) -> Result<(String, usize), Error> {
+        self.read(None, |view, _| {
+            Ok((view.model.snapshot(), view.model.concepts()))
+        })
+    }
+
+    /// Ranked search as TSV (reference langonrock §4.2).
+    pub fn search(&self, query: &str, k: usize, bundle: Option<&str>) -> Result<String, Error> {
+        if query.trim().is_empty() {
+            return Err(Error::Refused("query must not be empty".into()));
+        }
+        if !(1..=search::MAX_K).contains(&k) {
+            return Err(Error::Refused(format!(
+                "k must be an integer from 1 to {}",
+                search::MAX_K
+            )));
+        }
+        let now = now_or(self.now);
+        self.read(Some(query), |view, body| {
+            view.model
+                .search(&view.index, query, k, bundle, now, body)
+                .map_err(Error::Refused)
+        })
+    }
+
+    /// Batched slices rendered with the `@@` framing (reference §4.3).
+    pub fn get(&self, ids: &[String], opts: &GetOptions) -> Result<String, Error> {
+        if ids.is_empty() {
+            return Err(Error::Refused("get needs at least one id".into()));
+        }
+        self.read(None, |view, body| {
+            view.model
+                .get_text(ids, opts.section.as_deref(), &opts.slice, body)
+                .map_err(Error::Refused)
+        })
+    }
+
+    /// Batched slices, structured (ids found, ids missing).
+    pub fn get_slices(&self, ids: &[String], opts: &GetOptions) -> Result<model::Fetched, Error> {
+        self.read(None, |view, body| {
+            view.model
+                .get(ids, opts.section.as_deref(), &opts.slice, body)
+                .map_err(Error::Refused)
+        })
+    }
+
+    /// The current bytes and hash of a document.
+    pub fn read_source(
+        &self,
+        bundle: &str,
+        path: &str,
+    ) -> Result<Option<(Vec<u8>, String)>, Error> {
+        let mut guard = self.lock();
+        match &mut *guard {
+            Backend::Folder(fk) => {
+                fk.refresh(&self.name)?;
+                if bundle != self.name {
+                    return Ok(None);
+                }
+                let file = fk.root.join(path);
+                match std::fs::read(&file) {
+                    Ok(b) => {
+                        let h = sha256_hex(&b);
+                        Ok(Some((b, h)))
+                    }
+                    Err(_) => Ok(None),
+                }
+            }
+            Backend::Store(sk) => {
+                match sk.refresh() {
+                    Err(Error::Refused(_)) if sk.store.is_none() => return Ok(None),
+                    r => r?,
+                }
+                let Some(view) = sk.view.as_ref() else {
+                    return Ok(None);
+                };
+                let Some(slot) = view.model.slot_of(bundle, path) else {
+                    return Ok(None);
+                };
+                let Some(e) = view.model.entry(slot) else {
+                    return Ok(None);
+                };
+                let hash = e.hash.clone();
+                let bytes = sk.store.as_ref().and_then(|s| s.blob(&hash).ok().flatten());
+                Ok(bytes.map(|b| (b, hash)))
+            }
+        }
+    }
+
+    /// Every document `(bundle, path, hash)` in bundle and path order.
+    pub fn list_sources(&self) -> Result<Vec<(String, String, String)>, Error> {
+        self.read(None, |view, _| {
+            let mut out = vec![];
+            for b in view.model.bundles() {
+                for (p, s) in view.model.bundle_docs(b) {
+                    if let Some(e) = view.model.entry(s) {
+                        out.push((b.to_string(), p.to_string(), e.hash.clone()));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Commits changes atomically (store) or writes files (folder). All
+    /// names are checked and every precondition holds, or nothing is
+    /// written.
+    pub fn commit(
+        &self,
+        changes: Vec<Change>,
+        expected_revision: Option<&str>,
+    ) -> Result<Committed, CommitError> {
+        for c in &changes {
+            names::check_bundle(&c.bundle).map_err(Error::Refused)?;
+            names::check_path(&c.path).map_err(Error::Refused)?;
+            if let Some(b) = &c.content {
+                if std::str::from_utf8(b).is_err() {
+                    return Err(Error::Refused(format!(
+                        "document {}/{} is not valid UTF-8",
+                        c.bundle, c.path
+                    ))
+                    .into());
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for c in &changes {
+            if !seen.insert(format!("{}/{}", c.bundle, c.path).to_lowercase()) {
+                return Err(Error::Refused(
+                    "transaction contains duplicate document targets".into(),
+                )
+                .into());
+            }
+        }
+        // Compile outside any lock: pure work.
+        let compiled: Vec<Option<Compiled>> = changes
+            .par_iter()
+            .map(|c| {
+                c.content
+                    .as_ref()
+                    .map(|b| compile::compile(&c.path, std::str::from_utf8(b).unwrap_or_default()))
+            })
+            .collect();
+        let now = now_or(self.now);
+        let mut guard = self.lock();
+        match &mut *guard {
+            Backend::Store(sk) => sk.commit(&changes, compiled, expected_revision, now),
+            Backend::Folder(_) => Err(Error::Refused(
+                "writing through a folder connection is not available yet".into(),
+            )
+            .into()),
+        }
+    }
+}
+
+/// Checks one change against the document now stored.
+pub fn check_precondition(c: &Change, current: Option<&str>) -> Result<(), Precondition> {
+    const RETRY: &str = ": re-read the concept and retry with its new hash";
+    let fail = |m: &str| Precondition {
+        message: m.to_string(),
+        current: current.map(str::to_string),
+    };
+    match (&c.pre, current, c.content.is_some()) {
+        (Pre::Any, _, _) => Ok(()),
+        (Pre::Create, None, true) => Ok(()),
+        (Pre::Create, Some(_), true) => Err(fail(&format!("concept already exists{RETRY}"))),
+        (Pre::Create, None, false) => Err(fail("concept does not exist")),
+        (Pre::Create, Some(_), false) => {
+            Err(fail("deleting needs the hash of the version being removed"))
+        }
+        (Pre::Hash(h), Some(cur), _) if h == cur => Ok(()),
+        (Pre::Hash(_), Some(_), _) => {
+            Err(fail(&format!("concept changed since it was read{RETRY}")))
+        }
+        (Pre::Hash(_), None, _) => Err(fail(&format!("concept does not exist{RETRY}"))),
+    }
+}
+
+impl StoreKb {
+    fn commit(
+        &mut self,
+        changes: &[Change],
+        compiled: Vec<Option<Compiled>>,
+        expected: Option<&str>,
+        now: Instant,
+    ) -> Result<Committed, CommitError> {
+        self.open_store(true)?;
+        let mut last = None;
+        for _attempt in 0..8 {
+            self.refresh()?;
+            match self.try_commit(changes, &compiled, expected, now) {
+                Err(CommitError::Other(Error::Conflict(m))) => {
+                    // Someone committed first: start again from their state.
+                    self.view = None;
+                    self.head = None;
+                    if expected.is_some() {
+                        return Err(Error::Conflict(m).into());
+                    }
+                    last = Some(m);
+                }
+                Err(e) => {
+                    if matches!(e, CommitError::Other(_)) {
+                        self.view = None;
+                        self.head = None;
+                    }
+                    return Err(e);
+                }
+                ok => return ok,
+            }
+        }
+        Err(Error::Conflict(last.unwrap_or_else(|| "database busy".into())).into())
+    }
+
+    fn try_commit(
+        &mut self,
+        changes: &[Change],
+        compiled: &[Option<Compiled>],
+        expected: Option<&str>,
+        now: Instant,
+    ) -> Result<Committed, CommitError> {
+        let store = self
+            .store
+            .as_mut()
+            .ok_or_else(|| Error::Store("store not open".into()))?;
+        let view = self
+            .view
+            .as_mut()
+            .ok_or_else(|| Error::Store("store not loaded".into()))?;
+        if let Some(exp) = expected {
+            if self.head.as_ref().map(|h| h.revision.as_str()) != Some(exp) {
+                return Err(Error::Conflict(
+                    "database changed: re-read the revision and document hashes".into(),
+                )
+                .into());
+            }
+        }
+        for (i, c) in changes.iter().enumerate() {
+            let cur = view
+                .model
+                .slot_of(&c.bundle, &c.path)
+                .and_then(|s| view.model.entry(s))
+                .map(|e| e.hash.as_str());
+            if let Err(failure) = check_precondition(c, cur) {
+                return Err(CommitError::Precondition { index: i, failure });
+            }
+        }
+        // Old terms of every slot about to change, for the loaded postings.
+        let mut plan = CommitPlan::default();
+        let mut hashes = vec![];
+        let mut touched: Vec<u32> = vec![];
+        let mut old_terms: HashMap<u32, DocTerms> = HashMap::new();
+        let mut new_texts: HashMap<u32, Arc<str>> = HashMap::new();
+        for (c, comp) in changes.iter().zip(compiled) {
+            let old_hash = view
+                .model
+                .slot_of(&c.bundle, &c.path)
+                .and_then(|s| view.model.entry(s))
+                .map(|e| e.hash.clone());
+            match (&c.content, comp) {
+                (Some(bytes), Some(comp)) => {
+                    let hash = sha256_hex(bytes);
+                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
+                        if let Some(t) = store.terms_of(s)? {
+                            old_terms.entry(s).or_insert(t);
+                        }
+                    }
+                    let (slot, _) = view.model.upsert(&c.bundle, &c.path, &hash, comp.clone());
+                    plan.blobs.push((hash.clone(), bytes.clone()));
+                    new_texts.insert(slot, Arc::from(String::from_utf8_lossy(bytes).into_owned()));
+                    touched.push(slot);
+                    plan.changes.push(ChangeRow {
+                        bundle: c.bundle.clone(),
+                        path: c.path.clone(),
+                        old: old_hash,
+                        new: Some(hash.clone()),
+                    });
+                    hashes.push(Some(hash));
+                }
+                _ => {
+                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
+                        if let Some(t) = store.terms_of(s)? {
+                            old_terms.entry(s).or_insert(t);
+                        }
+                    }
+                    if let Some((slot, _)) = view.model.remove(&c.bundle, &c.path) {
+                        plan.deletes.push(slot);
+                    }
+                    plan.changes.push(ChangeRow {
+                        bundle: c.bundle.clone(),
+                        path: c.path.clone(),
+                        old: old_hash,
+                        new: None,
+                    });
+                    hashes.push(None);
+                }
+            }
+        }
+        let renamed = view.model.settle();
+        for slot in renamed {
+            if touched.contains(&slot) {
+                continue;
+            }
+            if let Some(t) = store.terms_of(slot)? {
+                old_terms.entry(slot).or_insert(t);
+            }
+            let Some(e) = view.model.entry(slot) else {
+                continue;
+            };
+            let Some(bytes) = store.blob(&e.hash)? else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some(t) = view.terms(slot, &text) {
+                plan.reindex.push((slot, t));
+            }
+        }
+        for slot in &touched {
+            // A slot deleted and re-used in one batch is written as new.
+            plan.deletes.retain(|d| d != slot);
+            let Some(e) = view.model.entry(*slot) else {
+                continue;
+            };
+            let text = new_texts
+                .get(slot)
+                .cloned()
+                .unwrap_or_else(|| Arc::from(""));
+            let terms = if e.is_concept() {
+                view.terms(*slot, &text)
+            } else {
+                None
+            };
+            plan.upserts.push(NewDoc {
+                slot: *slot,
+                bundle: e.bundle.clone(),
+                path: e.path.clone(),
+                hash: e.hash.clone(),
+                compiled: e.compiled.clone(),
+                terms,
+            });
+        }
+        plan.snapshot = view.model.snapshot();
+        plan.concepts = view.model.concepts();
+        plan.bundles = view.model.bundles().iter().map(|s| s.to_string()).collect();
+        plan.created = time::format_millis(now);
+        let (head, info) = store.commit(self.head.as_ref(), &plan)?;
+        // Committed: bring the loaded postings and lengths along.
+        for (slot, t) in &old_terms {
+            view.index.remove(*slot, t);
+        }
+        for slot in &plan.deletes {
+            if !old_terms.contains_key(slot) {
+                view.index.forget(*slot);
+            }
+        }
+        for d in &plan.upserts {
+            if let Some(t) = &d.terms {
+                view.index.insert(d.slot, t);
+            }
+        }
+        for (slot, t) in &plan.reindex {
+            view.index.insert(*slot, t);
+        }
+        self.head = Some(head);
+        Ok(Committed {
+            snapshot: info.snapshot.clone(),
+            concepts: info.concepts,
+            bundles: info.bundles.clone(),
+            revision: Some(info),
+            hashes,
+        })
+    }
+}

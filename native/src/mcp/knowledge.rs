@@ -1,0 +1,144 @@
+//! The knowledge tools (`manifest`, `search`, `get`, `snapshot`) and the
+//! `okf://manifest` resource: names, descriptions, schemas and output text,
+//! defined once here (the Node addon reuses them).
+
+use super::tools::ToolDef;
+use crate::error::Error;
+use crate::kb::{GetOptions, Knowledge};
+use okfit_core::kb::search;
+use okfit_core::kb::slice::{SliceOptions, GET_LIMIT};
+use serde_json::{json, Value};
+
+/// The manifest resource URI.
+pub const MANIFEST_URI: &str = "okf://manifest";
+
+/// The manifest tool's description before the advice sentence; the
+/// resource shares it.
+pub const MANIFEST_DESCRIPTION: &str = "The knowledge manifest: one TSV row per concept (id, bundle, kind, status, grain, one-line summary, outgoing links). Call this before anything else whenever you need to know what knowledge exists: it is the index. Pick ids from its rows and fetch them with get; never guess an id. A status other than - means the concept is not current (deprecated, draft, or stale: past its stale_after date); prefer current concepts and say so when you use one that is not. Pass bundle to read one bundle; on a large tenant narrow with bundle or use search.";
+
+/// The read side of the knowledge tools, in `tools/list` order.
+pub const READ_TOOLS: [ToolDef; 4] = [
+    ToolDef {
+        name: "manifest",
+        title: "Read the knowledge manifest",
+        description: MANIFEST_DESCRIPTION,
+        schema: manifest_schema,
+    },
+    ToolDef {
+        name: "search",
+        title: "Find concepts by relevance",
+        description: "Ranks concepts by relevance to a query and returns their manifest rows, not bodies. Use it instead of reading the whole manifest on a large tenant, or when you do not know which concept holds the answer. Same columns plus pos: the character offset in the concept's body where the query's words cluster densest, or - when only its manifest row matched; to read that passage call get with {offset: pos, limit: 2000}. Results also include concepts one link away from the top matches (a join partner, parent dataset or metric definition). Pass bundle to rank within one bundle.",
+        schema: search_schema,
+    },
+    ToolDef {
+        name: "get",
+        title: "Fetch concepts by id",
+        description: "Returns concepts' Markdown bodies by id. Pass every id you need in one call rather than calling repeatedly; the batch costs one round trip regardless of size. section returns one named section instead (names are lowercased headings with underscores, e.g. schema, joins). Each concept returns at most limit characters (default 15000); a partial slice is framed @@ id [start..end of total] and offset continues it. For \"where does the text say X\", pass find: a small window around the first case-insensitive occurrence plus the offset of every match. Ids not found are listed after @@ missing.",
+        schema: get_schema,
+    },
+    ToolDef {
+        name: "snapshot",
+        title: "Check the current snapshot",
+        description: "Returns the current snapshot digest and concept count. Call it to check whether the knowledge changed since you last read the manifest; an unchanged digest means your manifest is still current.",
+        schema: empty_schema,
+    },
+];
+
+fn empty_schema() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+fn manifest_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "bundle": {"type": "string", "description": "Optional bundle name, from the bundle column, to read only that bundle."}
+        },
+        "additionalProperties": false
+    })
+}
+
+fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "description": "What to look for, in words."},
+            "k": {"type": "integer", "minimum": 1, "maximum": search::MAX_K, "description": "How many ranked matches to return before link expansion (default 8)."},
+            "bundle": {"type": "string", "description": "Optional bundle name to rank within."}
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    })
+}
+
+fn get_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Concept ids taken from the manifest."},
+            "section": {"type": "string", "description": "Optional section name to return instead of the whole concept."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Character offset to start from, for continuing a partial slice."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Maximum characters per concept, default 15000. With find, sizes the window instead."},
+            "find": {"type": "string", "minLength": 1, "description": "Literal case-insensitive phrase to locate."}
+        },
+        "required": ["ids"],
+        "additionalProperties": false
+    })
+}
+
+/// The manifest description with the advice sentence appended.
+pub fn manifest_description(advice: Option<&str>) -> String {
+    match advice {
+        Some(a) if !a.is_empty() => format!("{MANIFEST_DESCRIPTION}\n\n{a}"),
+        _ => MANIFEST_DESCRIPTION.to_string(),
+    }
+}
+
+fn str_arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key).and_then(Value::as_str)
+}
+
+fn u64_arg(args: &Value, key: &str) -> Option<u64> {
+    args.get(key).and_then(Value::as_u64)
+}
+
+/// Runs a knowledge read tool; `Err` is the text of an error result.
+pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> {
+    let r: Result<String, Error> = match name {
+        "manifest" => kb.manifest(str_arg(args, "bundle")).map(|t| t.to_string()),
+        "search" => {
+            let q = str_arg(args, "query").unwrap_or("");
+            let k = u64_arg(args, "k").unwrap_or(search::DEFAULT_K as u64) as usize;
+            kb.search(q, k, str_arg(args, "bundle"))
+        }
+        "get" => {
+            let ids: Vec<String> = args
+                .get("ids")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let find = str_arg(args, "find").map(str::to_string);
+            let limit =
+                u64_arg(args, "limit").or_else(|| find.is_none().then_some(GET_LIMIT as u64));
+            let opts = GetOptions {
+                section: str_arg(args, "section").map(str::to_string),
+                slice: SliceOptions {
+                    offset: u64_arg(args, "offset"),
+                    limit,
+                    find,
+                },
+            };
+            kb.get(&ids, &opts)
+        }
+        "snapshot" => kb
+            .snapshot()
+            .map(|(s, n)| format!("snapshot {s}, {n} concepts")),
+        other => Err(Error::Usage(format!("tool not found: {other}"))),
+    };
+    r.map_err(|e| e.to_string())
+}

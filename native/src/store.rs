@@ -1,0 +1,501 @@
+//! The embedded store: one SQLite database per tenant under
+//! `<data>/tenants/<tenant>/okfit.sqlite` (WAL, full sync). It keeps the
+//! exact bytes of every document content-addressed by sha256, the current
+//! documents with their compiled rows and search postings, and every
+//! revision with the changes it made. Storage sits behind [`Storage`] so
+//! another database can take its place.
+
+use crate::error::Error;
+use okfit_core::doc::hex;
+use okfit_core::kb::compile::Compiled;
+use okfit_core::kb::search::DocTerms;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Bumped when the compiled form of a document changes meaning.
+pub const COMPILER_VERSION: &str = "1";
+
+/// The head of a tenant: its newest revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// Monotonic sequence number of the revision.
+    pub seq: i64,
+    /// The revision digest.
+    pub revision: String,
+}
+
+/// A current document as the read model loads it.
+#[derive(Clone, Debug)]
+pub struct DocRow {
+    /// The model slot (also the posting key).
+    pub slot: u32,
+    /// Bundle name.
+    pub bundle: String,
+    /// Path inside the bundle.
+    pub path: String,
+    /// sha256 of the exact bytes.
+    pub hash: String,
+    /// The compiled row.
+    pub compiled: Compiled,
+    /// Weighted search length (0 for navigation documents).
+    pub len: f32,
+}
+
+/// A document row to write.
+#[derive(Clone, Debug)]
+pub struct NewDoc {
+    /// Slot.
+    pub slot: u32,
+    /// Bundle.
+    pub bundle: String,
+    /// Path.
+    pub path: String,
+    /// Content hash.
+    pub hash: String,
+    /// The compiled row.
+    pub compiled: Compiled,
+    /// Search terms (none for navigation documents).
+    pub terms: Option<DocTerms>,
+}
+
+/// One document changed by a commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeRow {
+    /// Bundle.
+    pub bundle: String,
+    /// Path.
+    pub path: String,
+    /// Hash before (none: created).
+    pub old: Option<String>,
+    /// Hash after (none: deleted).
+    pub new: Option<String>,
+}
+
+/// Everything one commit writes, prepared from the read model.
+#[derive(Clone, Debug, Default)]
+pub struct CommitPlan {
+    /// New contents by hash.
+    pub blobs: Vec<(String, Vec<u8>)>,
+    /// Documents written (created or replaced).
+    pub upserts: Vec<NewDoc>,
+    /// Documents whose search terms changed without their bytes changing
+    /// (their id changed): slot and new terms.
+    pub reindex: Vec<(u32, DocTerms)>,
+    /// Slots removed.
+    pub deletes: Vec<u32>,
+    /// The changes recorded in history.
+    pub changes: Vec<ChangeRow>,
+    /// Snapshot digest after the commit.
+    pub snapshot: String,
+    /// Concepts after the commit.
+    pub concepts: usize,
+    /// Bundles after the commit.
+    pub bundles: Vec<String>,
+    /// Commit time (RFC 3339, UTC, milliseconds).
+    pub created: String,
+}
+
+/// A committed revision (reference langonrock §5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RevisionInfo {
+    /// Revision digest.
+    pub revision: String,
+    /// Parent revision digest.
+    pub parent: Option<String>,
+    /// Snapshot digest.
+    pub snapshot: String,
+    /// Commit time.
+    pub created: String,
+    /// Concept count.
+    pub concepts: usize,
+    /// Bundle names.
+    pub bundles: Vec<String>,
+}
+
+/// What changed since a revision: the new head, the `(bundle, path)` keys
+/// touched, and the current rows of those still present.
+pub type Changed = (Option<Head>, Vec<(String, String)>, Vec<DocRow>);
+
+/// Where and how a tenant's documents are kept.
+pub trait Storage: Send {
+    /// The newest revision, if any.
+    fn head(&self) -> Result<Option<Head>, Error>;
+    /// The head and every current document, read in one snapshot.
+    fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error>;
+    /// The head and the current rows of documents changed after revision
+    /// `seq` (documents deleted since are listed in the first vector).
+    fn changed_since(&self, seq: i64) -> Result<Changed, Error>;
+    /// The exact bytes of a content hash.
+    fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error>;
+    /// The stored search terms of a slot.
+    fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error>;
+    /// The postings `(slot, tf)` of one term.
+    fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error>;
+    /// Applies `plan` atomically on top of `base`; a different head is a
+    /// [`Error::Conflict`].
+    fn commit(
+        &mut self,
+        base: Option<&Head>,
+        plan: &CommitPlan,
+    ) -> Result<(Head, RevisionInfo), Error>;
+}
+
+/// The SQLite store of one tenant.
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs(hash TEXT PRIMARY KEY, bytes BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS docs(
+  slot INTEGER PRIMARY KEY, bundle TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
+  compiled TEXT NOT NULL, terms BLOB, len REAL NOT NULL, UNIQUE(bundle, path));
+CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS postings(term INTEGER NOT NULL, slot INTEGER NOT NULL, tf REAL NOT NULL,
+  PRIMARY KEY(term, slot)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS revisions(seq INTEGER PRIMARY KEY, revision TEXT NOT NULL UNIQUE,
+  parent TEXT, snapshot TEXT NOT NULL, created TEXT NOT NULL, concepts INTEGER NOT NULL,
+  bundles TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes(seq INTEGER NOT NULL, bundle TEXT NOT NULL, path TEXT NOT NULL,
+  old TEXT, new TEXT, PRIMARY KEY(seq, bundle, path)) WITHOUT ROWID;
+";
+
+/// The tenant directory under a data root.
+pub fn tenant_dir(root: &Path, tenant: &str) -> PathBuf {
+    root.join("tenants").join(tenant)
+}
+
+fn store_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Store(format!("store {}: {e}", path.display()))
+}
+
+impl SqliteStore {
+    /// Opens a tenant's store. With `create`, a missing tenant is created
+    /// (directory and database); without, it is an error naming the tenant.
+    pub fn open(root: &Path, tenant: &str, create: bool) -> Result<SqliteStore, Error> {
+        let dir = tenant_dir(root, tenant);
+        let path = dir.join("okfit.sqlite");
+        if !path.exists() {
+            if !create {
+                return Err(Error::Refused(format!(
+                    "no tenant \"{tenant}\" in {}: write a concept or run okfit put to create it",
+                    root.display()
+                )));
+            }
+            std::fs::create_dir_all(&dir).map_err(|e| store_err(&dir, e))?;
+        }
+        let flags = if create {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|e| store_err(&path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| store_err(&path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| store_err(&path, e))?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| store_err(&path, e))?;
+        conn.execute_batch(SCHEMA)
+            .map_err(|e| store_err(&path, e))?;
+        let schema: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| store_err(&path, e))?;
+        match schema.as_deref() {
+            None => {
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', '1'), ('tenant', ?1), ('compiler', ?2)",
+                    params![tenant, COMPILER_VERSION],
+                )
+                .map_err(|e| store_err(&path, e))?;
+            }
+            Some("1") => {}
+            Some(v) => {
+                return Err(store_err(
+                    &path,
+                    format!("schema {v} is newer than this okfit understands; upgrade okfit"),
+                ))
+            }
+        }
+        Ok(SqliteStore { conn, path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn head_in(conn: &Connection) -> rusqlite::Result<Option<Head>> {
+        conn.query_row(
+            "SELECT seq, revision FROM revisions ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| {
+                Ok(Head {
+                    seq: r.get(0)?,
+                    revision: r.get(1)?,
+                })
+            },
+        )
+        .optional()
+    }
+
+    fn row(r: &rusqlite::Row) -> rusqlite::Result<(u32, String, String, String, String, f64)> {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    }
+
+    fn doc_row(&self, t: (u32, String, String, String, String, f64)) -> Result<DocRow, Error> {
+        let compiled: Compiled = serde_json::from_str(&t.4).map_err(|e| {
+            store_err(
+                &self.path,
+                format!("corrupt compiled row for {}/{}: {e}", t.1, t.2),
+            )
+        })?;
+        Ok(DocRow {
+            slot: t.0,
+            bundle: t.1,
+            path: t.2,
+            hash: t.3,
+            compiled,
+            len: t.5 as f32,
+        })
+    }
+
+    fn delete_postings(tx: &rusqlite::Transaction, slot: u32) -> rusqlite::Result<()> {
+        let old: Option<Option<Vec<u8>>> = tx
+            .prepare_cached("SELECT terms FROM docs WHERE slot = ?1")?
+            .query_row([slot], |r| r.get(0))
+            .optional()?;
+        if let Some(Some(bytes)) = old {
+            if let Some(terms) = DocTerms::decode(&bytes) {
+                let mut del = tx.prepare_cached(
+                    "DELETE FROM postings WHERE term = (SELECT id FROM terms WHERE term = ?1) AND slot = ?2",
+                )?;
+                for (t, _) in &terms.terms {
+                    del.execute(params![t, slot])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_postings(
+        tx: &rusqlite::Transaction,
+        slot: u32,
+        terms: &DocTerms,
+    ) -> rusqlite::Result<()> {
+        let mut id = tx.prepare_cached(
+            "INSERT INTO terms(term) VALUES (?1) ON CONFLICT(term) DO UPDATE SET term = excluded.term RETURNING id",
+        )?;
+        let mut ins = tx.prepare_cached(
+            "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
+        )?;
+        for (t, tf) in &terms.terms {
+            let tid: i64 = id.query_row([t], |r| r.get(0))?;
+            ins.execute(params![tid, slot, *tf as f64])?;
+        }
+        Ok(())
+    }
+}
+
+/// The revision digest: sha256 of the canonical JSON of the revision's
+/// metadata and the changes it made.
+fn revision_digest(parent: Option<&str>, plan: &CommitPlan) -> String {
+    let mut ch = Sha256::new();
+    for c in &plan.changes {
+        ch.update(c.bundle.as_bytes());
+        ch.update([0]);
+        ch.update(c.path.as_bytes());
+        ch.update([0]);
+        ch.update(c.old.as_deref().unwrap_or("-").as_bytes());
+        ch.update([0]);
+        ch.update(c.new.as_deref().unwrap_or("-").as_bytes());
+        ch.update(b"\n");
+    }
+    let meta = serde_json::json!({
+        "version": 1,
+        "parent": parent,
+        "snapshot": plan.snapshot,
+        "created": plan.created,
+        "concepts": plan.concepts,
+        "bundles": plan.bundles,
+        "changes": hex(&ch.finalize()),
+    });
+    hex(&Sha256::digest(meta.to_string().as_bytes()))
+}
+
+impl Storage for SqliteStore {
+    fn head(&self) -> Result<Option<Head>, Error> {
+        Ok(Self::head_in(&self.conn)?)
+    }
+
+    fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let head = Self::head_in(&tx)?;
+        let raw: Vec<_> = {
+            let mut st = tx.prepare("SELECT slot, bundle, path, hash, compiled, len FROM docs")?;
+            let rows = st.query_map([], Self::row)?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        tx.commit()?;
+        let rows = raw
+            .into_iter()
+            .map(|t| self.doc_row(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((head, rows))
+    }
+
+    fn changed_since(&self, seq: i64) -> Result<Changed, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let head = Self::head_in(&tx)?;
+        let keys: Vec<(String, String)> = {
+            let mut st =
+                tx.prepare_cached("SELECT DISTINCT bundle, path FROM changes WHERE seq > ?1")?;
+            let rows = st.query_map([seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut raw = vec![];
+        {
+            let mut st = tx.prepare_cached(
+                "SELECT slot, bundle, path, hash, compiled, len FROM docs WHERE bundle = ?1 AND path = ?2",
+            )?;
+            for (b, p) in &keys {
+                if let Some(t) = st.query_row(params![b, p], Self::row).optional()? {
+                    raw.push(t);
+                }
+            }
+        }
+        tx.commit()?;
+        let rows = raw
+            .into_iter()
+            .map(|t| self.doc_row(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((head, keys, rows))
+    }
+
+    fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
+            .query_row([hash], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
+        let b: Option<Option<Vec<u8>>> = self
+            .conn
+            .prepare_cached("SELECT terms FROM docs WHERE slot = ?1")?
+            .query_row([slot], |r| r.get(0))
+            .optional()?;
+        Ok(b.flatten().and_then(|b| DocTerms::decode(&b)))
+    }
+
+    fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT slot, tf FROM postings WHERE term = (SELECT id FROM terms WHERE term = ?1)",
+        )?;
+        let rows = st.query_map([term], |r| {
+            Ok((r.get::<_, u32>(0)?, r.get::<_, f64>(1)? as f32))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn commit(
+        &mut self,
+        base: Option<&Head>,
+        plan: &CommitPlan,
+    ) -> Result<(Head, RevisionInfo), Error> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let head = Self::head_in(&tx)?;
+        if head.as_ref() != base {
+            return Err(Error::Conflict(
+                "database changed: re-read the revision and document hashes".into(),
+            ));
+        }
+        {
+            let mut ins =
+                tx.prepare_cached("INSERT OR IGNORE INTO blobs(hash, bytes) VALUES (?1, ?2)")?;
+            for (h, b) in &plan.blobs {
+                ins.execute(params![h, b])?;
+            }
+        }
+        for slot in &plan.deletes {
+            Self::delete_postings(&tx, *slot)?;
+            tx.prepare_cached("DELETE FROM docs WHERE slot = ?1")?
+                .execute([slot])?;
+        }
+        for d in &plan.upserts {
+            Self::delete_postings(&tx, d.slot)?;
+            let compiled = serde_json::to_string(&d.compiled)
+                .map_err(|e| Error::Store(format!("store: {e}")))?;
+            let terms = d.terms.as_ref().map(DocTerms::encode);
+            let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO docs(slot, bundle, path, hash, compiled, terms, len) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![d.slot, d.bundle, d.path, d.hash, compiled, terms, len])?;
+            if let Some(t) = &d.terms {
+                Self::insert_postings(&tx, d.slot, t)?;
+            }
+        }
+        for (slot, terms) in &plan.reindex {
+            Self::delete_postings(&tx, *slot)?;
+            tx.prepare_cached("UPDATE docs SET terms = ?2, len = ?3 WHERE slot = ?1")?
+                .execute(params![slot, terms.encode(), terms.len as f64])?;
+            Self::insert_postings(&tx, *slot, terms)?;
+        }
+        let parent = head.as_ref().map(|h| h.revision.clone());
+        let revision = revision_digest(parent.as_deref(), plan);
+        let bundles = serde_json::to_string(&plan.bundles).unwrap_or_else(|_| "[]".into());
+        tx.prepare_cached(
+            "INSERT INTO revisions(revision, parent, snapshot, created, concepts, bundles) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            revision,
+            parent,
+            plan.snapshot,
+            plan.created,
+            plan.concepts as i64,
+            bundles
+        ])?;
+        let seq = tx.last_insert_rowid();
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO changes(seq, bundle, path, old, new) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for c in &plan.changes {
+                ins.execute(params![seq, c.bundle, c.path, c.old, c.new])?;
+            }
+        }
+        tx.commit()?;
+        Ok((
+            Head {
+                seq,
+                revision: revision.clone(),
+            },
+            RevisionInfo {
+                revision,
+                parent,
+                snapshot: plan.snapshot.clone(),
+                created: plan.created.clone(),
+                concepts: plan.concepts,
+                bundles: plan.bundles.clone(),
+            },
+        ))
+    }
+}
