@@ -81,7 +81,7 @@ pub fn short_ids(paths: &[&str]) -> Vec<String> {
     let tiers: Vec<[String; 3]> = paths
         .iter()
         .map(|p| {
-            let id = p.strip_suffix(".md").unwrap_or(p);
+            let id = crate::kb::model::strip_md(p);
             let mut parts = id.rsplit('/');
             let stem = parts.next().unwrap_or(id).to_string();
             let t1 = match parts.next() {

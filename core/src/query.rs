@@ -44,7 +44,7 @@ pub fn summary(d: &Document, c: &Concept) -> Summary {
 pub fn normalize_id(id: &str) -> String {
     let s = id.trim();
     let s = s.strip_prefix('/').unwrap_or(s);
-    let s = s.strip_suffix(".md").unwrap_or(s);
+    let s = crate::kb::model::strip_md(s);
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         if ch == '/' && out.ends_with('/') {

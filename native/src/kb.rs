@@ -646,11 +646,145 @@ impl Knowledge {
         let mut guard = self.lock();
         match &mut *guard {
             Backend::Store(sk) => sk.commit(&changes, compiled, expected_revision, now),
-            Backend::Folder(_) => Err(Error::Refused(
-                "writing through a folder connection is not available yet".into(),
-            )
-            .into()),
+            Backend::Folder(fk) => {
+                if expected_revision.is_some() {
+                    return Err(Error::Refused(
+                        "a folder connection has no revisions: omit expectedRevision".into(),
+                    )
+                    .into());
+                }
+                fk.commit(&self.name, &changes)
+            }
         }
+    }
+
+    /// The validator's findings for `text` as `bundle/path` in the
+    /// current state, as `<level> <path>: <message>` lines.
+    pub fn diagnostics_for(
+        &self,
+        bundle: &str,
+        path: &str,
+        text: &str,
+    ) -> Result<Vec<String>, Error> {
+        let now = now_or(self.now);
+        // A store has no okfit.toml: the OKF rules without a profile.
+        let cfg =
+            okfit_core::config::resolve(Some("[bundle]\nprofile = \"none\"\n")).unwrap_or_default();
+        self.read(None, |view, _| {
+            Ok(view
+                .model
+                .file_diagnostics(bundle, path, text, &cfg, now)
+                .into_iter()
+                .map(|d| format!("{} {}: {}", d.severity.as_str(), path, d.message))
+                .collect())
+        })
+    }
+}
+
+impl FolderKb {
+    /// Writes files in the bundle folder: every precondition is checked
+    /// first; each file is written to a temporary file in its directory
+    /// and renamed over the target, so a reader sees old or new bytes.
+    fn commit(&mut self, name: &str, changes: &[Change]) -> Result<Committed, CommitError> {
+        let mut current: Vec<Option<Vec<u8>>> = vec![];
+        for (i, c) in changes.iter().enumerate() {
+            if c.bundle != name {
+                return Err(Error::Refused(format!(
+                    "no bundle \"{}\" in this folder connection: it serves the bundle \"{name}\"",
+                    c.bundle
+                ))
+                .into());
+            }
+            let file = self.root.join(&c.path);
+            let bytes = std::fs::read(&file).ok();
+            let hash = bytes.as_deref().map(sha256_hex);
+            if let Err(failure) = check_precondition(c, hash.as_deref()) {
+                return Err(CommitError::Precondition { index: i, failure });
+            }
+            current.push(bytes);
+        }
+        // Stage every new file before touching any target.
+        let mut staged: Vec<Option<PathBuf>> = vec![];
+        let cleanup = |staged: &[Option<PathBuf>]| {
+            for p in staged.iter().flatten() {
+                let _ = std::fs::remove_file(p);
+            }
+        };
+        for (n, c) in changes.iter().enumerate() {
+            let Some(bytes) = &c.content else {
+                staged.push(None);
+                continue;
+            };
+            let file = self.root.join(&c.path);
+            let dir = file.parent().unwrap_or(&self.root).to_path_buf();
+            if let Err(e) = std::fs::create_dir_all(&dir) {
+                cleanup(&staged);
+                return Err(Error::Io(format!("cannot create {} ({e})", dir.display())).into());
+            }
+            let tmp = dir.join(format!(".okfit-write-{}-{n}.tmp", std::process::id()));
+            let res = (|| -> std::io::Result<()> {
+                use std::io::Write as _;
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(bytes)?;
+                f.sync_all()
+            })();
+            if let Err(e) = res {
+                let _ = std::fs::remove_file(&tmp);
+                cleanup(&staged);
+                return Err(Error::Io(format!("cannot write {} ({e})", file.display())).into());
+            }
+            staged.push(Some(tmp));
+        }
+        let mut done: Vec<usize> = vec![];
+        let mut failure = None;
+        for (i, c) in changes.iter().enumerate() {
+            let file = self.root.join(&c.path);
+            let r = match &staged[i] {
+                Some(tmp) => std::fs::rename(tmp, &file),
+                None => std::fs::remove_file(&file),
+            };
+            match r {
+                Ok(()) => done.push(i),
+                Err(e) => {
+                    failure = Some(format!("cannot write {} ({e})", file.display()));
+                    break;
+                }
+            }
+        }
+        if let Some(msg) = failure {
+            // Put back what was already replaced.
+            for i in done {
+                let file = self.root.join(&changes[i].path);
+                let _ = match &current[i] {
+                    Some(old) => std::fs::write(&file, old),
+                    None => std::fs::remove_file(&file),
+                };
+            }
+            cleanup(&staged);
+            return Err(Error::Io(msg).into());
+        }
+        if let Some(d) = self.root.to_str().map(PathBuf::from) {
+            if let Ok(f) = std::fs::File::open(d) {
+                let _ = f.sync_all();
+            }
+        }
+        // Files changed: look at the folder again even without an event.
+        self.watch = None;
+        self.refresh(name)?;
+        let view = self
+            .view
+            .as_ref()
+            .ok_or_else(|| Error::Store("no view".into()))?;
+        Ok(Committed {
+            revision: None,
+            snapshot: view.model.snapshot(),
+            concepts: view.model.concepts(),
+            bundles: view.model.bundles().iter().map(|s| s.to_string()).collect(),
+            hashes: changes
+                .iter()
+                .map(|c| c.content.as_deref().map(sha256_hex))
+                .collect(),
+        })
     }
 }
 

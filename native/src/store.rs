@@ -153,7 +153,8 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs(hash TEXT PRIMARY KEY, bytes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS docs(
   slot INTEGER PRIMARY KEY, bundle TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
-  compiled TEXT NOT NULL, terms BLOB, len REAL NOT NULL, UNIQUE(bundle, path));
+  len REAL NOT NULL, compiled TEXT NOT NULL, UNIQUE(bundle, path));
+CREATE TABLE IF NOT EXISTS doc_terms(slot INTEGER PRIMARY KEY, terms BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS postings(term INTEGER NOT NULL, slot INTEGER NOT NULL, tf REAL NOT NULL,
   PRIMARY KEY(term, slot)) WITHOUT ROWID;
@@ -258,10 +259,13 @@ impl SqliteStore {
     }
 
     fn doc_row(&self, t: (u32, String, String, String, String, f64)) -> Result<DocRow, Error> {
-        let compiled: Compiled = serde_json::from_str(&t.4).map_err(|e| {
+        let compiled = Compiled::decode(&t.4).ok_or_else(|| {
             store_err(
                 &self.path,
-                format!("corrupt compiled row for {}/{}: {e}", t.1, t.2),
+                format!(
+                    "database corruption: unreadable compiled row for {}/{}",
+                    t.1, t.2
+                ),
             )
         })?;
         Ok(DocRow {
@@ -276,7 +280,7 @@ impl SqliteStore {
 
     fn delete_postings(tx: &rusqlite::Transaction, slot: u32) -> rusqlite::Result<()> {
         let old: Option<Option<Vec<u8>>> = tx
-            .prepare_cached("SELECT terms FROM docs WHERE slot = ?1")?
+            .prepare_cached("SELECT terms FROM doc_terms WHERE slot = ?1")?
             .query_row([slot], |r| r.get(0))
             .optional()?;
         if let Some(Some(bytes)) = old {
@@ -397,7 +401,7 @@ impl Storage for SqliteStore {
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
         let b: Option<Option<Vec<u8>>> = self
             .conn
-            .prepare_cached("SELECT terms FROM docs WHERE slot = ?1")?
+            .prepare_cached("SELECT terms FROM doc_terms WHERE slot = ?1")?
             .query_row([slot], |r| r.get(0))
             .optional()?;
         Ok(b.flatten().and_then(|b| DocTerms::decode(&b)))
@@ -438,25 +442,37 @@ impl Storage for SqliteStore {
             Self::delete_postings(&tx, *slot)?;
             tx.prepare_cached("DELETE FROM docs WHERE slot = ?1")?
                 .execute([slot])?;
+            tx.prepare_cached("DELETE FROM doc_terms WHERE slot = ?1")?
+                .execute([slot])?;
         }
         for d in &plan.upserts {
             Self::delete_postings(&tx, d.slot)?;
-            let compiled = serde_json::to_string(&d.compiled)
-                .map_err(|e| Error::Store(format!("store: {e}")))?;
-            let terms = d.terms.as_ref().map(DocTerms::encode);
+            let compiled = d.compiled.encode();
             let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
             tx.prepare_cached(
-                "INSERT OR REPLACE INTO docs(slot, bundle, path, hash, compiled, terms, len) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO docs(slot, bundle, path, hash, len, compiled) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
-            .execute(params![d.slot, d.bundle, d.path, d.hash, compiled, terms, len])?;
-            if let Some(t) = &d.terms {
-                Self::insert_postings(&tx, d.slot, t)?;
+            .execute(params![d.slot, d.bundle, d.path, d.hash, len, compiled])?;
+            match &d.terms {
+                Some(t) => {
+                    tx.prepare_cached(
+                        "INSERT OR REPLACE INTO doc_terms(slot, terms) VALUES (?1, ?2)",
+                    )?
+                    .execute(params![d.slot, t.encode()])?;
+                    Self::insert_postings(&tx, d.slot, t)?;
+                }
+                None => {
+                    tx.prepare_cached("DELETE FROM doc_terms WHERE slot = ?1")?
+                        .execute([d.slot])?;
+                }
             }
         }
         for (slot, terms) in &plan.reindex {
             Self::delete_postings(&tx, *slot)?;
-            tx.prepare_cached("UPDATE docs SET terms = ?2, len = ?3 WHERE slot = ?1")?
-                .execute(params![slot, terms.encode(), terms.len as f64])?;
+            tx.prepare_cached("UPDATE docs SET len = ?2 WHERE slot = ?1")?
+                .execute(params![slot, terms.len as f64])?;
+            tx.prepare_cached("INSERT OR REPLACE INTO doc_terms(slot, terms) VALUES (?1, ?2)")?
+                .execute(params![slot, terms.encode()])?;
             Self::insert_postings(&tx, *slot, terms)?;
         }
         let parent = head.as_ref().map(|h| h.revision.clone());

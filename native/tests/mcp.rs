@@ -1882,7 +1882,11 @@ async fn edits_additions_and_deletions_on_disk_are_seen_by_the_next_call() {
     // Warm everything up.
     let v = ok(&c, "get_concept", json!({"id": "metrics/revenue"})).await;
     assert_eq!(v["title"], "Revenue");
-    assert_eq!(resources(&c).await.len(), 12, "index, 10 concepts, manifest");
+    assert_eq!(
+        resources(&c).await.len(),
+        12,
+        "index, 10 concepts, manifest"
+    );
 
     // Edit a title: the next call shows it, and it is not a list change.
     let edited = sb
@@ -1971,7 +1975,11 @@ async fn list_changed_is_sent_when_the_next_request_is_resources_list() {
     let sb = Sandbox::new("project");
     let c = connect(&sb).await;
     let counter = c.service().list_changed.clone();
-    assert_eq!(resources(&c).await.len(), 12, "index, 10 concepts, manifest");
+    assert_eq!(
+        resources(&c).await.len(),
+        12,
+        "index, 10 concepts, manifest"
+    );
     let before = counter.load(Ordering::SeqCst);
     sb.write("metrics/arpu.md", ARPU);
     let rs = resources(&c).await;

@@ -103,10 +103,12 @@ test("validate_bundle checks unsaved text without writing it", async () => {
   assert.ok(!existsSync(join(work, "project", "bundle", "metrics", "draft.md")));
 });
 
-test("resources: the index and one per concept, live", async () => {
+test("resources: the index, one per concept and the manifest, live", async () => {
   const { resources } = await client.listResources();
   assert.equal(resources[0].uri, "okf://index");
-  assert.ok(resources.every((r) => r.mimeType === "text/markdown"));
+  const manifest = resources.find((r) => r.uri === "okf://manifest");
+  assert.equal(manifest.mimeType, "text/tab-separated-values");
+  assert.ok(resources.filter((r) => r !== manifest).every((r) => r.mimeType === "text/markdown"));
   const before = resources.length;
   writeFileSync(join(work, "project", "bundle", "metrics", "fresh.md"), "---\ntype: Metric\ntitle: Fresh\n---\n# Fresh\n");
   const after = (await client.listResources()).resources;

@@ -60,6 +60,135 @@ fn default_config() -> &'static Config {
     CFG.get_or_init(Config::default)
 }
 
+impl Compiled {
+    /// A compact text form for storage (fast to read back; see
+    /// [`Compiled::decode`]). Tabs, line feeds and the separators U+001E
+    /// and U+001F never occur in cells (they are flattened) or in stored
+    /// paths, so they delimit.
+    pub fn encode(&self) -> String {
+        fn clean(s: &str) -> std::borrow::Cow<'_, str> {
+            if s.contains(['\t', '\n', '\u{1e}', '\u{1f}']) {
+                s.replace(['\t', '\n', '\u{1e}', '\u{1f}'], " ").into()
+            } else {
+                s.into()
+            }
+        }
+        let mut out = String::with_capacity(256);
+        out.push_str(if self.nav { "1" } else { "0" });
+        for cell in [
+            &self.kind,
+            &self.status,
+            &self.grain,
+            &self.summary,
+            &self.title,
+        ] {
+            out.push('\t');
+            out.push_str(&clean(cell));
+        }
+        out.push('\t');
+        if let Some(s) = self.stale_after {
+            out.push_str(&s.to_string());
+        }
+        out.push('\t');
+        out.push_str(&self.body_start.to_string());
+        out.push('\n');
+        let mut first = true;
+        for link in &self.links {
+            let cands: Vec<&String> = link
+                .iter()
+                .filter(|c| !c.contains(['\t', '\n', '\u{1e}', '\u{1f}']))
+                .collect();
+            if cands.is_empty() {
+                continue;
+            }
+            if !first {
+                out.push('\u{1e}');
+            }
+            first = false;
+            for (i, c) in cands.iter().enumerate() {
+                if i > 0 {
+                    out.push('\u{1f}');
+                }
+                out.push_str(c);
+            }
+        }
+        out.push('\n');
+        for (i, s) in self.sections.iter().enumerate() {
+            if i > 0 {
+                out.push('\t');
+            }
+            out.push_str(&clean(&s.name));
+            out.push('\u{1f}');
+            out.push_str(&s.start.to_string());
+            out.push('\u{1f}');
+            out.push_str(&s.end.to_string());
+        }
+        out
+    }
+
+    /// Reads [`Compiled::encode`]'s form; `None` when it is not one.
+    pub fn decode(s: &str) -> Option<Compiled> {
+        let mut lines = s.splitn(3, '\n');
+        let head = lines.next()?;
+        let links = lines.next()?;
+        let sections = lines.next()?;
+        let mut f = head.split('\t');
+        let nav = match f.next()? {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        let kind = f.next()?.to_string();
+        let status = f.next()?.to_string();
+        let grain = f.next()?.to_string();
+        let summary = f.next()?.to_string();
+        let title = f.next()?.to_string();
+        let stale_after = match f.next()? {
+            "" => None,
+            v => Some(v.parse().ok()?),
+        };
+        let body_start = f.next()?.parse().ok()?;
+        if f.next().is_some() {
+            return None;
+        }
+        let links = if links.is_empty() {
+            vec![]
+        } else {
+            links
+                .split('\u{1e}')
+                .map(|l| l.split('\u{1f}').map(str::to_string).collect())
+                .collect()
+        };
+        let sections = if sections.is_empty() {
+            vec![]
+        } else {
+            sections
+                .split('\t')
+                .map(|x| {
+                    let mut p = x.split('\u{1f}');
+                    Some(Section {
+                        name: p.next()?.to_string(),
+                        start: p.next()?.parse().ok()?,
+                        end: p.next()?.parse().ok()?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?
+        };
+        Some(Compiled {
+            nav,
+            kind,
+            status,
+            grain,
+            summary,
+            title,
+            stale_after,
+            links,
+            body_start,
+            sections,
+        })
+    }
+}
+
 /// The body of a source text (after its frontmatter; the whole text when
 /// the frontmatter never closes).
 pub fn body_start(text: &str) -> usize {
@@ -256,6 +385,21 @@ mod tests {
         assert!(n.nav);
         let n = compile("INDEX.md", "# Index\n");
         assert!(!n.nav, "reserved names are case-sensitive");
+    }
+
+    #[test]
+    fn encoding_round_trips() {
+        let t = "---\ntype: BigQuery Table\nstatus: deprecated\ngrain: customer_id\ndescription: Registered customers.\nstale_after: 2027-03-01\n---\n# Customers\n\nSee [orders](./orders.md) and [x](y).\n\n## Schema\n\ntext\n";
+        for c in [
+            compile("tables/customers.md", t),
+            compile("index.md", "# Index\n"),
+            compile("a.md", ""),
+            Compiled::default(),
+        ] {
+            assert_eq!(Compiled::decode(&c.encode()), Some(c.clone()));
+        }
+        assert_eq!(Compiled::decode("garbage"), None);
+        assert_eq!(Compiled::decode("2\t\t\t\t\t\t\t0\n\n"), None);
     }
 
     #[test]

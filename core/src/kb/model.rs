@@ -69,6 +69,16 @@ pub struct Model {
     generation: u64,
 }
 
+/// A path without its `.md` extension (any case).
+pub fn strip_md(path: &str) -> &str {
+    let n = path.len();
+    if n >= 3 && path.is_char_boundary(n - 3) && path[n - 3..].eq_ignore_ascii_case(".md") {
+        &path[..n - 3]
+    } else {
+        path
+    }
+}
+
 /// Compares two strings by UTF-16 code units, as JavaScript sorts.
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     if a.is_ascii() && b.is_ascii() {
@@ -153,7 +163,7 @@ impl Model {
         hash: &str,
         compiled: Compiled,
     ) -> (u32, Option<Entry>) {
-        self.dirty.insert(bundle.to_string());
+        self.mark_dirty(bundle);
         if let Some(slot) = self.slot_of(bundle, path) {
             let e = self.entries[slot as usize].as_mut().expect("live slot");
             let old = e.clone();
@@ -220,15 +230,19 @@ impl Model {
             self.remove(&b, &p);
         }
         let i = slot as usize;
-        while self.entries.len() <= i {
-            self.free.push(self.entries.len() as u32);
+        if self.entries.len() <= i {
+            while self.entries.len() < i {
+                self.free.push(self.entries.len() as u32);
+                self.entries.push(None);
+            }
             self.entries.push(None);
+        } else {
+            self.free.retain(|s| *s != slot);
         }
-        self.free.retain(|s| *s != slot);
         if !compiled.nav {
             self.concepts += 1;
         }
-        self.dirty.insert(bundle.to_string());
+        self.mark_dirty(bundle);
         self.entries[i] = Some(Entry {
             bundle: bundle.to_string(),
             path: path.to_string(),
@@ -248,7 +262,7 @@ impl Model {
     /// Removes a document; returns its slot and entry.
     pub fn remove(&mut self, bundle: &str, path: &str) -> Option<(u32, Entry)> {
         let slot = self.bundles.get_mut(bundle)?.docs.remove(path)?;
-        self.dirty.insert(bundle.to_string());
+        self.mark_dirty(bundle);
         let e = self.entries[slot as usize].take()?;
         self.free.push(slot);
         if e.is_concept() {
@@ -261,6 +275,12 @@ impl Model {
             self.by_id.remove(&e.id);
         }
         Some((slot, e))
+    }
+
+    fn mark_dirty(&mut self, bundle: &str) {
+        if !self.dirty.contains(bundle) {
+            self.dirty.insert(bundle.to_string());
+        }
     }
 
     fn unlink_local(&mut self, local: &str, slot: u32) {
@@ -363,34 +383,65 @@ impl Model {
             }
         }
         let touched = std::mem::take(&mut self.touched_locals);
+        // Slots whose id may change: every holder of a touched local id `l`,
+        // and every holder of a local id `b/l` (for any bundle `b`), whose
+        // id clashes with the prefixed form of `l` while `l` collides.
+        let mut recompute: BTreeSet<u32> = BTreeSet::new();
+        for local in &touched {
+            if let Some(v) = self.by_local.get(local) {
+                recompute.extend(v.iter().copied());
+            }
+            for b in self.bundles.keys() {
+                if let Some(v) = self.by_local.get(&format!("{b}/{local}")) {
+                    recompute.extend(v.iter().copied());
+                }
+            }
+        }
         let mut changed = vec![];
-        for local in touched {
-            let Some(slots) = self.by_local.get(&local).cloned() else {
+        for slot in recompute {
+            let Some(id) = self.final_id(slot) else {
                 continue;
             };
-            let collide = slots.len() > 1;
-            for slot in slots {
-                let Some(e) = self.entries[slot as usize].as_mut() else {
-                    continue;
-                };
-                let id = if collide {
-                    format!("{}/{}", e.bundle, e.local)
-                } else {
-                    e.local.clone()
-                };
-                if id != e.id {
-                    let old = std::mem::replace(&mut e.id, id.clone());
-                    if !old.is_empty() && self.by_id.get(&old) == Some(&slot) {
-                        self.by_id.remove(&old);
-                    }
-                    self.by_id.insert(id, slot);
-                    changed.push(slot);
+            let Some(e) = self.entries[slot as usize].as_mut() else {
+                continue;
+            };
+            if id != e.id {
+                let old = std::mem::replace(&mut e.id, id.clone());
+                if !old.is_empty() && self.by_id.get(&old) == Some(&slot) {
+                    self.by_id.remove(&old);
                 }
+                self.by_id.insert(id, slot);
+                changed.push(slot);
             }
         }
         changed.sort_unstable();
         changed.dedup();
         changed
+    }
+
+    /// A concept's tenant-wide id: its local id, prefixed with its bundle
+    /// when another bundle has the same local id, or when the local id
+    /// `b/l` is the prefixed id of a colliding `l` in bundle `b`.
+    fn final_id(&self, slot: u32) -> Option<String> {
+        let e = self.entries[slot as usize].as_ref()?;
+        let holders = self.by_local.get(&e.local).map_or(0, Vec::len);
+        let clashes = || {
+            let Some((b, l)) = e.local.split_once('/') else {
+                return false;
+            };
+            self.by_local.get(l).is_some_and(|v| {
+                v.len() > 1
+                    && v.iter().any(|s| {
+                        self.entries[*s as usize]
+                            .as_ref()
+                            .is_some_and(|o| o.bundle == b)
+                    })
+            })
+        };
+        if holders <= 1 && !clashes() {
+            return Some(e.local.clone());
+        }
+        Some(format!("{}/{}", e.bundle, e.local))
     }
 
     /// The snapshot digest: sha256 over each bundle's name and the sha256 of
@@ -441,10 +492,28 @@ impl Model {
             _ => return Err(self.ambiguous(hits)),
         }
         match self.by_local.get(&n) {
-            Some(v) if v.len() == 1 => Ok(v[0]),
-            Some(v) if v.len() > 1 => Err(self.ambiguous(v.clone())),
-            _ => Err(IdError::NotFound),
+            Some(v) if v.len() == 1 => return Ok(v[0]),
+            Some(v) if v.len() > 1 => return Err(self.ambiguous(v.clone())),
+            _ => {}
         }
+        // A bare name several concepts end in (`orders` for tables/orders
+        // and staging/orders): ambiguous, with the candidates.
+        if !n.contains('/') {
+            let hits: Vec<u32> = self
+                .slots()
+                .filter(|s| {
+                    self.entry(*s).is_some_and(|e| {
+                        e.is_concept() && strip_md(&e.path).rsplit('/').next() == Some(n.as_str())
+                    })
+                })
+                .collect();
+            match hits.len() {
+                0 => {}
+                1 => return Ok(hits[0]),
+                _ => return Err(self.ambiguous(hits)),
+            }
+        }
+        Err(IdError::NotFound)
     }
 
     fn ambiguous(&self, slots: Vec<u32>) -> IdError {
@@ -750,6 +819,42 @@ impl Model {
         let f: Vec<(&str, &Slice)> = found.iter().map(|(i, s)| (i.as_str(), s)).collect();
         let m: Vec<&str> = missing.iter().map(String::as_str).collect();
         Ok(slice::render(&f, &m))
+    }
+}
+
+impl Model {
+    /// The validator's findings for one document as it would stand in its
+    /// bundle: every per-file check, and links resolved against the
+    /// bundle's other documents. What a write answers with.
+    pub fn file_diagnostics(
+        &self,
+        bundle: &str,
+        path: &str,
+        text: &str,
+        cfg: &crate::config::Config,
+        now: Instant,
+    ) -> Vec<crate::diag::Diagnostic> {
+        let opts = crate::doc::ParseOptions {
+            config: cfg,
+            now: Some(now),
+            keep_frontmatter: false,
+            digests: true,
+            diagnostics: true,
+            skip_body: false,
+        };
+        let d = crate::doc::parse(path, text.as_bytes(), &opts);
+        let others: Vec<String> = self
+            .bundle_docs(bundle)
+            .map(|(p, _)| p.to_string())
+            .filter(|p| p != path)
+            .collect();
+        let b = crate::bundle::Bundle::from_parts(vec![d], others);
+        let report = crate::bundle::validate(&b, cfg, vec![]);
+        report
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.file == path)
+            .collect()
     }
 }
 

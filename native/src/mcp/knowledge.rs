@@ -4,7 +4,7 @@
 
 use super::tools::ToolDef;
 use crate::error::Error;
-use crate::kb::{GetOptions, Knowledge};
+use crate::kb::{Change, CommitError, GetOptions, Knowledge, Pre};
 use okfit_core::kb::search;
 use okfit_core::kb::slice::{SliceOptions, GET_LIMIT};
 use serde_json::{json, Value};
@@ -43,6 +43,49 @@ pub const READ_TOOLS: [ToolDef; 4] = [
         schema: empty_schema,
     },
 ];
+
+/// The write side of the knowledge tools.
+pub const WRITE_TOOLS: [ToolDef; 2] = [
+    ToolDef {
+        name: "write",
+        title: "Create or replace a concept",
+        description: "Creates or replaces one concept's Markdown source; manifest, search and get see it on the very next call. Send the whole document, frontmatter included (at least type), not a patch. A new bundle name creates the bundle. Omit replaces to create, which asserts the concept is new. Replacing needs replaces, the hash of the version being replaced; you are not expected to know it: write without it and the refusal names the hash to retry with. The answer carries the validator's findings for the file. Ids come from paths and a new file can rename another concept, so re-read the manifest after writing.",
+        schema: write_schema,
+    },
+    ToolDef {
+        name: "delete",
+        title: "Delete a concept",
+        description: "Removes one concept; it leaves manifest, search and get on the very next call. Needs replaces, the hash of the version being removed; without it the refusal names the hash to retry with. Removing a bundle's last concept removes the bundle.",
+        schema: delete_schema,
+    },
+];
+
+fn write_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "bundle": {"type": "string", "minLength": 1, "description": "Bundle to write into, from the bundle column. A new name creates it."},
+            "path": {"type": "string", "minLength": 1, "description": "Path within the bundle, ending in .md, for example \"tables/orders.md\"."},
+            "content": {"type": "string", "description": "The concept's entire Markdown, frontmatter included."},
+            "replaces": {"type": "string", "description": "Hash of the version being replaced. Omit to create; a refusal names the hash to use."}
+        },
+        "required": ["bundle", "path", "content"],
+        "additionalProperties": false
+    })
+}
+
+fn delete_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "bundle": {"type": "string", "minLength": 1, "description": "Bundle the concept sits in."},
+            "path": {"type": "string", "minLength": 1, "description": "Path within the bundle, for example \"tables/orders.md\"."},
+            "replaces": {"type": "string", "description": "Hash of the version being removed. A refusal names the hash to use."}
+        },
+        "required": ["bundle", "path"],
+        "additionalProperties": false
+    })
+}
 
 fn empty_schema() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
@@ -138,7 +181,67 @@ pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> 
         "snapshot" => kb
             .snapshot()
             .map(|(s, n)| format!("snapshot {s}, {n} concepts")),
+        "write" | "delete" => return write_or_delete(kb, name, args),
         other => Err(Error::Usage(format!("tool not found: {other}"))),
     };
     r.map_err(|e| e.to_string())
+}
+
+/// The refusal text of a failed write: the reason, then the hash a retry
+/// needs when the document exists.
+pub fn refusal(kb: &Knowledge, e: CommitError, bundle: &str, path: &str) -> String {
+    match e {
+        CommitError::Precondition { failure, .. } => match failure.current {
+            Some(h) => format!("{}\nretry with replaces: \"{h}\"", failure.message),
+            None => failure.message,
+        },
+        CommitError::Other(e @ (Error::Conflict(_) | Error::Refused(_))) => {
+            let current = kb.read_source(bundle, path).ok().flatten().map(|(_, h)| h);
+            match current {
+                Some(h) => format!("{e}\nretry with replaces: \"{h}\""),
+                None => e.to_string(),
+            }
+        }
+        CommitError::Other(e) => e.to_string(),
+    }
+}
+
+fn write_or_delete(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> {
+    let bundle = str_arg(args, "bundle").unwrap_or("").to_string();
+    let path = str_arg(args, "path").unwrap_or("").to_string();
+    let pre = match str_arg(args, "replaces") {
+        Some(h) => Pre::Hash(h.to_string()),
+        None => Pre::Create,
+    };
+    let content = (name == "write").then(|| str_arg(args, "content").unwrap_or("").to_string());
+    let change = Change {
+        bundle: bundle.clone(),
+        path: path.clone(),
+        content: content.as_ref().map(|c| c.as_bytes().to_vec()),
+        pre,
+    };
+    let c = kb
+        .commit(vec![change], None)
+        .map_err(|e| refusal(kb, e, &bundle, &path))?;
+    let mut out = match &content {
+        Some(text) => format!(
+            "wrote {bundle}/{path} (hash {}), snapshot {}, {} concepts",
+            crate::kb::sha256_hex(text.as_bytes()),
+            c.snapshot,
+            c.concepts
+        ),
+        None => format!(
+            "deleted {bundle}/{path}, snapshot {}, {} concepts",
+            c.snapshot, c.concepts
+        ),
+    };
+    if let Some(text) = &content {
+        if let Ok(lines) = kb.diagnostics_for(&bundle, &path, text) {
+            for l in lines {
+                out.push('\n');
+                out.push_str(&l);
+            }
+        }
+    }
+    Ok(out)
 }

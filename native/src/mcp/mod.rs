@@ -43,12 +43,15 @@ pub enum Group {
     Bundle,
     /// manifest, search, get, snapshot (seed 000).
     Knowledge,
+    /// write, delete (seed 000).
+    Write,
 }
 
 /// Every tool the server can offer, with its group.
 pub fn catalogue() -> Vec<(&'static tools::ToolDef, Group)> {
     let mut v: Vec<(&'static tools::ToolDef, Group)> = vec![];
     v.extend(knowledge::READ_TOOLS.iter().map(|d| (d, Group::Knowledge)));
+    v.extend(knowledge::WRITE_TOOLS.iter().map(|d| (d, Group::Write)));
     v.extend(tools::BUNDLE_TOOLS.iter().map(|d| (d, Group::Bundle)));
     v
 }
@@ -94,16 +97,24 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
             out
         }
         None => {
-            let group = if opts.connection.is_some() {
-                Group::Knowledge
+            let groups: &[Group] = if opts.connection.is_some() {
+                &[Group::Knowledge, Group::Write]
             } else {
-                Group::Bundle
+                &[Group::Bundle]
             };
             cat.iter()
-                .filter(|(_, g)| *g == group)
+                .filter(|(_, g)| groups.contains(g))
                 .map(|(d, _)| d.name)
                 .collect()
         }
+    };
+    let names = if opts.read_only {
+        names
+            .into_iter()
+            .filter(|n| !cat.iter().any(|(d, g)| d.name == *n && *g == Group::Write))
+            .collect()
+    } else {
+        names
     };
     Ok(names)
 }
@@ -242,11 +253,12 @@ impl Server {
                 };
                 let mut t = Tool::new(c.def.name, description, Arc::new(schema));
                 t.title = Some(c.def.title.to_string());
+                let writes = c.group == Group::Write;
                 t.annotations = Some(
                     ToolAnnotations::with_title(c.def.title)
-                        .read_only(true)
-                        .destructive(false)
-                        .idempotent(true)
+                        .read_only(!writes)
+                        .destructive(writes && c.def.name == "delete")
+                        .idempotent(!writes)
                         .open_world(false),
                 );
                 t
@@ -316,7 +328,7 @@ impl Server {
         let args = Value::Object(args.unwrap_or_default());
         self.check_args(c, &args)
             .map_err(|m| ErrorData::invalid_params(m, None))?;
-        if c.group == Group::Knowledge {
+        if matches!(c.group, Group::Knowledge | Group::Write) {
             let out = self
                 .knowledge()
                 .map_err(|e| e.to_string())

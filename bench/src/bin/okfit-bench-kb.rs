@@ -1,0 +1,309 @@
+//! `okfit-bench-kb`: measures the knowledge read model over the embedded
+//! store (release build, in process).
+//!
+//! From the workspace root: `cargo run --release -p okfit-bench --bin okfit-bench-kb`.
+//! For each size (500 / 5,000 / 20,000 concepts, in bundles of 500 made by
+//! the generator with one seed per bundle) it builds a store tenant under
+//! `bench/out/kb/` once, then measures in a fresh child process:
+//! - open + first search (a new connection, one search);
+//! - warm search p50 over a rotating set of 24 queries (after one pass);
+//! - batched get of 3 sections p50;
+//! - whole manifest read p50;
+//! - peak RSS (`VmHWM`) of that process.
+//!
+//! Targets at 20,000: open + first search < 100 ms, warm search p50 < 0.3 ms,
+//! get of 3 sections < 0.05 ms, manifest < 1 ms, peak RSS < 150 MB.
+
+use mimalloc::MiMalloc;
+use okfit::kb::{Change, GetOptions, Knowledge, Pre};
+use okfit_bench::generator::{self, GenParams};
+use okfit_core::kb::slice::SliceOptions;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+const SIZES: [usize; 3] = [500, 5_000, 20_000];
+const BUNDLE: usize = 500;
+
+fn out_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("out")
+        .join("kb")
+}
+
+fn dsn(n: usize) -> String {
+    format!("okf://{}?tenant=t{n}", out_dir().join("data").display())
+}
+
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn collect(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let r = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.file_type()?.is_dir() {
+            collect(&e.path(), &r, out)?;
+        } else if name.ends_with(".md") {
+            out.push((r, std::fs::read(e.path())?));
+        }
+    }
+    Ok(())
+}
+
+/// Builds tenant `t<n>` once (a marker records what it holds).
+fn setup(n: usize) -> Result<(), String> {
+    let marker = out_dir().join(format!("t{n}.ready"));
+    let stamp = format!(
+        "{} bundles of {BUNDLE}, {}",
+        n / BUNDLE,
+        GenParams::new(BUNDLE, 5).stamp()
+    );
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+    let t = Instant::now();
+    let tenant_dir = out_dir().join("data").join("tenants").join(format!("t{n}"));
+    let _ = std::fs::remove_dir_all(&tenant_dir);
+    let src = out_dir().join(format!("src{n}"));
+    let mut changes = vec![];
+    for b in 0..n / BUNDLE {
+        let mut p = GenParams::new(BUNDLE, 5);
+        p.seed = 42 + b as u64;
+        let dir = src.join(format!("b{b:02}"));
+        generator::generate(&dir, &p).map_err(|e| e.to_string())?;
+        let mut docs = vec![];
+        collect(&dir.join(generator::BUNDLE_DIR), "", &mut docs).map_err(|e| e.to_string())?;
+        for (path, bytes) in docs {
+            changes.push(Change {
+                bundle: format!("b{b:02}"),
+                path,
+                content: Some(bytes),
+                pre: Pre::Any,
+            });
+        }
+    }
+    let kb = Knowledge::open(&dsn(n)).map_err(|e| e.to_string())?;
+    kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
+    std::fs::write(&marker, stamp).map_err(|e| e.to_string())?;
+    eprintln!("built tenant t{n} in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The measuring child: prints one JSON line.
+fn child(n: usize) -> Result<(), String> {
+    let queries: Vec<String> = [
+        "revenue window",
+        "schema refresh",
+        "weekly cohort pipeline",
+        "latency incident",
+        "customer region",
+        "approval budget",
+        "dashboard metric",
+        "owner review",
+        "upstream column",
+        "partition table",
+        "daily aggregate",
+        "join query",
+        "session payment choice",
+        "event account facts",
+        "support reference",
+        "usage history",
+        "threshold cohort",
+        "downstream table",
+        "security infra",
+        "finance support",
+        "refresh nostrud",
+        "incident latency window",
+        "metric definition",
+        "region revenue daily",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let t = Instant::now();
+    let kb = Knowledge::open(&dsn(n)).map_err(|e| e.to_string())?;
+    if std::env::var_os("OKFIT_BENCH_SPLIT").is_some() {
+        kb.snapshot().map_err(|e| e.to_string())?;
+        eprintln!("load {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
+    }
+    let first = kb.search(&queries[0], 8, None).map_err(|e| e.to_string())?;
+    let open_first = t.elapsed().as_secs_f64() * 1e3;
+    if !first.contains("# hits: 8 direct") {
+        return Err(format!("unexpected first search:\n{first}"));
+    }
+    for q in &queries {
+        kb.search(q, 8, None).map_err(|e| e.to_string())?;
+    }
+    let mut warm = vec![];
+    for i in 0..480 {
+        let q = &queries[i % queries.len()];
+        let t = Instant::now();
+        let r = kb.search(q, 8, None).map_err(|e| e.to_string())?;
+        warm.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(r);
+    }
+    let m = kb.manifest(None).map_err(|e| e.to_string())?;
+    let opts = GetOptions {
+        section: Some("usage".into()),
+        slice: SliceOptions {
+            offset: None,
+            limit: Some(15_000),
+            find: None,
+        },
+    };
+    // Three concepts (spread over the tenant) that have a `usage` section.
+    let ids: Vec<String> = m
+        .lines()
+        .skip(3)
+        .step_by(97)
+        .filter_map(|l| l.split('\t').next().map(str::to_string))
+        .filter(|id| {
+            kb.get(std::slice::from_ref(id), &opts)
+                .is_ok_and(|t| !t.contains("@@ missing"))
+        })
+        .take(3)
+        .collect();
+    let g = kb.get(&ids, &opts).map_err(|e| e.to_string())?;
+    if g.contains("@@ missing") {
+        return Err(format!("get missed a section:\n{g}"));
+    }
+    let mut gets = vec![];
+    for _ in 0..1000 {
+        let t = Instant::now();
+        let r = kb.get(&ids, &opts).map_err(|e| e.to_string())?;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(r);
+    }
+    let mut manifests = vec![];
+    for _ in 0..200 {
+        let t = Instant::now();
+        let r = kb.manifest(None).map_err(|e| e.to_string())?.to_string();
+        manifests.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(r);
+    }
+    println!(
+        "{}",
+        serde_json::json!({
+            "concepts": n,
+            "open_first_search_ms": open_first,
+            "warm_search_p50_ms": p50(warm),
+            "get_3_sections_p50_ms": p50(gets),
+            "manifest_p50_ms": p50(manifests),
+            "manifest_chars": m.len(),
+            "peak_rss_mb": rss_mb(),
+        })
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(500);
+        return match child(n) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let sizes: Vec<usize> = match args.iter().position(|a| a == "--sizes") {
+        Some(i) => args
+            .get(i + 1)
+            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default(),
+        None => SIZES.to_vec(),
+    };
+    let me = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut results = vec![];
+    for n in sizes {
+        if let Err(e) = setup(n) {
+            eprintln!("error: setup of {n}: {e}");
+            return ExitCode::FAILURE;
+        }
+        // Three fresh processes; the median of each figure.
+        let mut runs: Vec<serde_json::Value> = vec![];
+        for _ in 0..3 {
+            let o = match Command::new(&me).args(["--child", &n.to_string()]).output() {
+                Ok(o) => o,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if !o.status.success() {
+                eprintln!(
+                    "error: child failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                return ExitCode::FAILURE;
+            }
+            match serde_json::from_slice(&o.stdout) {
+                Ok(v) => runs.push(v),
+                Err(e) => {
+                    eprintln!("error: bad child output: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        let med = |k: &str| p50(runs.iter().filter_map(|r| r[k].as_f64()).collect());
+        let row = serde_json::json!({
+            "concepts": n,
+            "open_first_search_ms": med("open_first_search_ms"),
+            "warm_search_p50_ms": med("warm_search_p50_ms"),
+            "get_3_sections_p50_ms": med("get_3_sections_p50_ms"),
+            "manifest_p50_ms": med("manifest_p50_ms"),
+            "peak_rss_mb": med("peak_rss_mb"),
+            "manifest_chars": med("manifest_chars"),
+        });
+        println!(
+            "{:>6} concepts: open+first search {:7.2} ms | warm search p50 {:.3} ms | get 3 sections p50 {:.4} ms | manifest p50 {:.3} ms ({} chars) | peak RSS {:.1} MB",
+            n,
+            med("open_first_search_ms"),
+            med("warm_search_p50_ms"),
+            med("get_3_sections_p50_ms"),
+            med("manifest_p50_ms"),
+            med("manifest_chars"),
+            med("peak_rss_mb"),
+        );
+        results.push(row);
+    }
+    let _ = std::fs::write(
+        out_dir().join("results.json"),
+        serde_json::to_string_pretty(&results).unwrap_or_default(),
+    );
+    ExitCode::SUCCESS
+}
