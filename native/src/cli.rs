@@ -56,6 +56,20 @@ enum Command {
     Get(crate::kbcli::GetArgs),
     /// Print the snapshot digest and concept count.
     Snapshot(crate::kbcli::SnapshotArgs),
+    /// Create or replace one document (content from stdin or --from).
+    Write(crate::kbcli::WriteArgs),
+    /// Delete one document.
+    Delete(crate::kbcli::DeleteArgs),
+    /// Commit a JSON batch of changes atomically.
+    Transact(crate::kbcli::TransactArgs),
+    /// List retained revisions, newest first (JSON).
+    History(crate::kbcli::HistoryArgs),
+    /// Publish a retained revision again as a new revision.
+    Restore(crate::kbcli::RestoreArgs),
+    /// Keep the newest N revisions and drop the rest.
+    Gc(crate::kbcli::GcArgs),
+    /// Re-check every retained revision's documents and digests.
+    Verify(crate::kbcli::VerifyArgs),
 }
 
 /// Arguments of `okfit mcp` and `okfit-mcp`.
@@ -286,6 +300,13 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Search(a) => crate::kbcli::search_cmd(a),
         Command::Get(a) => crate::kbcli::get(a),
         Command::Snapshot(a) => crate::kbcli::snapshot(a),
+        Command::Write(a) => crate::kbcli::write(a),
+        Command::Delete(a) => crate::kbcli::delete(a),
+        Command::Transact(a) => crate::kbcli::transact(a),
+        Command::History(a) => crate::kbcli::history(a),
+        Command::Restore(a) => crate::kbcli::restore(a),
+        Command::Gc(a) => crate::kbcli::gc(a),
+        Command::Verify(a) => crate::kbcli::verify(a),
         Command::Query(q) => match q {
             QueryCommand::List(a) => query_list(a),
             QueryCommand::Get(a) => query_get(a),

@@ -1005,3 +1005,256 @@ impl StoreKb {
         })
     }
 }
+
+/// Largest total content of one transaction.
+pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
+/// Most changes in one transaction.
+pub const MAX_CHANGES: usize = 1000;
+
+/// A page of history (reference langonrock §5.2).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RevisionPage {
+    /// Newest first.
+    pub revisions: Vec<RevisionInfo>,
+    /// The cursor of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+fn is_digest(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl Knowledge {
+    fn store_only(&self, what: &str) -> Result<(), Error> {
+        match self.dsn {
+            Dsn::Store { .. } => Ok(()),
+            _ => Err(Error::Refused(format!(
+                "{what} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
+            ))),
+        }
+    }
+
+    /// Checks a transaction's shape before anything is read: 1–1000
+    /// changes, at most 16 MiB of content, digests well formed.
+    pub fn check_transaction(changes: &[Change], expected: Option<&str>) -> Result<(), Error> {
+        if changes.is_empty() || changes.len() > MAX_CHANGES {
+            return Err(Error::Refused(
+                "transaction needs between 1 and 1000 changes".into(),
+            ));
+        }
+        let total: usize = changes
+            .iter()
+            .map(|c| c.content.as_ref().map_or(0, Vec::len))
+            .sum();
+        if total > MAX_TRANSACTION_BYTES {
+            return Err(Error::Refused(
+                "transaction source payload exceeds 16 MiB".into(),
+            ));
+        }
+        if let Some(e) = expected {
+            if !is_digest(e) {
+                return Err(Error::Refused(
+                    "expectedRevision must be 64 lowercase hex characters".into(),
+                ));
+            }
+        }
+        for c in changes {
+            if let Pre::Hash(h) = &c.pre {
+                if !is_digest(h) {
+                    return Err(Error::Refused(format!(
+                        "replaces for {}/{} must be 64 lowercase hex characters",
+                        c.bundle, c.path
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An atomic batch (reference langonrock §5.1).
+    pub fn transact(
+        &self,
+        changes: Vec<Change>,
+        expected: Option<&str>,
+    ) -> Result<Committed, CommitError> {
+        self.store_only("transact")?;
+        Knowledge::check_transaction(&changes, expected)?;
+        self.commit(changes, expected)
+    }
+
+    fn with_store<R>(&self, f: impl FnOnce(&mut StoreKb) -> Result<R, Error>) -> Result<R, Error> {
+        let mut guard = self.lock();
+        match &mut *guard {
+            Backend::Store(sk) => {
+                sk.refresh()?;
+                f(sk)
+            }
+            Backend::Folder(_) => Err(Error::Refused(
+                "this needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions".into(),
+            )),
+        }
+    }
+
+    /// A page of retained revisions, newest first (limit 1..=100).
+    pub fn history(&self, before: Option<&str>, limit: usize) -> Result<RevisionPage, Error> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        if !(1..=100).contains(&limit) {
+            return Err(Error::Refused(
+                "history limit must be an integer from 1 to 100".into(),
+            ));
+        }
+        let tenant = self.name.clone();
+        let before_rev = match before {
+            None => None,
+            Some(c) => {
+                let invalid = || Error::Refused("invalid history cursor".into());
+                if c.len() > 512 {
+                    return Err(invalid());
+                }
+                let bytes = b64.decode(c.trim_end_matches('=')).map_err(|_| invalid())?;
+                let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+                let rev = v["before"].as_str().unwrap_or("");
+                if v["version"] != 1 || v["tenant"] != tenant.as_str() || !is_digest(rev) {
+                    return Err(invalid());
+                }
+                Some(rev.to_string())
+            }
+        };
+        self.with_store(|sk| {
+            let Some(store) = sk.store.as_ref() else {
+                return Ok(RevisionPage {
+                    revisions: vec![],
+                    next: None,
+                });
+            };
+            let Some((revisions, more)) = store.history(before_rev.as_deref(), limit)? else {
+                return Err(Error::Conflict(
+                    "history cursor expired or is not committed; restart history pagination".into(),
+                ));
+            };
+            let next = match (more, revisions.last()) {
+                (true, Some(last)) => Some(b64.encode(
+                    serde_json::json!({"version": 1, "tenant": tenant, "before": last.revision})
+                        .to_string(),
+                )),
+                _ => None,
+            };
+            Ok(RevisionPage { revisions, next })
+        })
+    }
+
+    /// Publishes a retained revision's documents, byte for byte, as a new
+    /// revision on top of `expected` (which must be the head).
+    pub fn restore(&self, revision: &str, expected: &str) -> Result<Committed, CommitError> {
+        self.store_only("restore")?;
+        if !is_digest(revision) || !is_digest(expected) {
+            return Err(Error::Refused(
+                "restore needs revision and expectedRevision as 64 lowercase hex characters".into(),
+            )
+            .into());
+        }
+        let changes = self.with_store(|sk| {
+            if sk.head.as_ref().map(|h| h.revision.as_str()) != Some(expected) {
+                return Err(Error::Conflict(
+                    "database changed: re-read the revision and document hashes".into(),
+                ));
+            }
+            let store = sk
+                .store
+                .as_ref()
+                .ok_or_else(|| Error::Refused("revision is not in retained committed history".into()))?;
+            let Some(target) = store.state_at(revision)? else {
+                return Err(Error::Conflict(
+                    "revision is not in retained committed history".into(),
+                ));
+            };
+            let view = sk.view.as_ref().ok_or_else(|| Error::Store("not loaded".into()))?;
+            let mut changes = vec![];
+            let mut current: crate::store::State = Default::default();
+            for b in view.model.bundles() {
+                for (p, s) in view.model.bundle_docs(b) {
+                    if let Some(e) = view.model.entry(s) {
+                        current.insert((b.to_string(), p.to_string()), e.hash.clone());
+                    }
+                }
+            }
+            for (k, h) in &current {
+                if !target.contains_key(k) {
+                    changes.push(Change {
+                        bundle: k.0.clone(),
+                        path: k.1.clone(),
+                        content: None,
+                        pre: Pre::Hash(h.clone()),
+                    });
+                }
+            }
+            for (k, h) in &target {
+                if current.get(k) == Some(h) {
+                    continue;
+                }
+                let bytes = store.blob(h)?.ok_or_else(|| {
+                    Error::Store(format!(
+                        "database corruption: content {h} of {}/{} is missing; nothing was restored",
+                        k.0, k.1
+                    ))
+                })?;
+                if sha256_hex(&bytes) != *h {
+                    return Err(Error::Store(format!(
+                        "database corruption: content of {}/{} does not match its digest {h}; nothing was restored",
+                        k.0, k.1
+                    )));
+                }
+                changes.push(Change {
+                    bundle: k.0.clone(),
+                    path: k.1.clone(),
+                    content: Some(bytes),
+                    pre: match current.get(k) {
+                        Some(c) => Pre::Hash(c.clone()),
+                        None => Pre::Create,
+                    },
+                });
+            }
+            Ok(changes)
+        })?;
+        self.commit_unchecked(changes, Some(expected))
+    }
+
+    /// Commits without the per-request shape checks (restore may publish
+    /// any number of changes, or none).
+    fn commit_unchecked(
+        &self,
+        changes: Vec<Change>,
+        expected: Option<&str>,
+    ) -> Result<Committed, CommitError> {
+        self.commit(changes, expected)
+    }
+
+    /// Keeps the newest `keep` revisions (≥ 1) and drops the rest and the
+    /// contents only they used.
+    pub fn gc(&self, keep: usize) -> Result<(usize, usize), Error> {
+        if keep == 0 {
+            return Err(Error::Usage("--keep must be a positive integer".into()));
+        }
+        self.with_store(|sk| match sk.store.as_mut() {
+            Some(s) => s.gc(keep),
+            None => Ok((0, 0)),
+        })
+    }
+
+    /// Re-checks every retained revision.
+    pub fn verify(&self) -> Result<crate::store::Verified, Error> {
+        self.with_store(|sk| match sk.store.as_ref() {
+            Some(s) => s.verify(),
+            None => Err(Error::Refused("no store to verify".into())),
+        })
+    }
+
+    /// The current head revision.
+    pub fn head(&self) -> Result<Option<String>, Error> {
+        self.with_store(|sk| Ok(sk.head.as_ref().map(|h| h.revision.clone())))
+    }
+}

@@ -436,3 +436,312 @@ pub fn snapshot(a: SnapshotArgs) -> Result<i32, Error> {
     out(&format!("{s}\t{n} concepts\n"))?;
     Ok(0)
 }
+
+/// `okfit write BUNDLE PATH`.
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// Bundle.
+    pub bundle: String,
+    /// Path inside the bundle (ends in .md).
+    pub path: String,
+    /// Read the content from this file (default: stdin).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// The concept must not exist yet.
+    #[arg(long)]
+    pub create: bool,
+    /// The hash of the version being replaced.
+    #[arg(long, value_name = "HASH")]
+    pub replaces: Option<String>,
+    /// Overwrite whatever is there.
+    #[arg(long)]
+    pub force: bool,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit delete BUNDLE PATH`.
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Bundle.
+    pub bundle: String,
+    /// Path inside the bundle.
+    pub path: String,
+    /// The hash of the version being removed.
+    #[arg(long, value_name = "HASH")]
+    pub replaces: Option<String>,
+    /// Remove whatever is there.
+    #[arg(long)]
+    pub force: bool,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit transact`.
+#[derive(Args, Debug)]
+pub struct TransactArgs {
+    /// Read the JSON batch `{changes: [...], expectedRevision?}` from this file (default: stdin).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit history`.
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    /// Page size (1-100).
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// The cursor of the next page.
+    #[arg(long, value_name = "CURSOR")]
+    pub before: Option<String>,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit restore REV --expected-revision CUR`.
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The retained revision to publish again.
+    pub revision: Option<String>,
+    /// The current head revision.
+    #[arg(long, value_name = "REV")]
+    pub expected_revision: Option<String>,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit gc`.
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Revisions to keep.
+    #[arg(long, default_value_t = 10)]
+    pub keep: usize,
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// `okfit verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Which knowledge.
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+fn read_input(from: Option<&Path>) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    match from {
+        Some(p) => {
+            std::fs::read(p).map_err(|e| Error::Io(format!("cannot read {} ({e})", p.display())))
+        }
+        None => {
+            let mut b = vec![];
+            std::io::stdin()
+                .read_to_end(&mut b)
+                .map_err(|e| Error::Io(format!("cannot read stdin ({e})")))?;
+            Ok(b)
+        }
+    }
+}
+
+fn current_hash(kb: &Knowledge, bundle: &str, path: &str) -> Result<Option<String>, Error> {
+    match kb.read_source(bundle, path) {
+        Ok(v) => Ok(v.map(|(_, h)| h)),
+        Err(Error::Refused(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `okfit write`.
+pub fn write(a: WriteArgs) -> Result<i32, Error> {
+    let given = [a.create, a.replaces.is_some(), a.force]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if given != 1 {
+        return Err(Error::Usage(
+            "a write needs --replaces <hash> to update, --create for a new concept, or --force to overwrite whatever is there".into(),
+        ));
+    }
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let content = read_input(a.from.as_deref())?;
+    if content.len() > crate::kb::MAX_DOCUMENT_BYTES {
+        return Err(Error::Refused("a document may be at most 16 MiB".into()));
+    }
+    let pre = if a.create {
+        Pre::Create
+    } else if let Some(h) = &a.replaces {
+        Pre::Hash(h.clone())
+    } else {
+        match current_hash(&kb, &a.bundle, &a.path)? {
+            Some(h) => Pre::Hash(h),
+            None => Pre::Create,
+        }
+    };
+    let changes = vec![Change {
+        bundle: a.bundle.clone(),
+        path: a.path.clone(),
+        content: Some(content.clone()),
+        pre,
+    }];
+    let c = kb
+        .commit(changes.clone(), None)
+        .map_err(|e| commit_error(e, &changes))?;
+    let hash = c.hashes.first().cloned().flatten().unwrap_or_default();
+    eprintln!("wrote {}/{} {hash}", a.bundle, a.path);
+    let text = String::from_utf8_lossy(&content);
+    for l in kb
+        .diagnostics_for(&a.bundle, &a.path, &text)
+        .unwrap_or_default()
+    {
+        eprintln!("{l}");
+    }
+    Ok(0)
+}
+
+/// `okfit delete`.
+pub fn delete(a: DeleteArgs) -> Result<i32, Error> {
+    if a.replaces.is_some() == a.force {
+        return Err(Error::Usage(
+            "delete needs --replaces <hash> or --force".into(),
+        ));
+    }
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let pre = match &a.replaces {
+        Some(h) => Pre::Hash(h.clone()),
+        None => match current_hash(&kb, &a.bundle, &a.path)? {
+            Some(h) => Pre::Hash(h),
+            None => {
+                return Err(Error::Refused(format!(
+                    "{}/{}: concept does not exist",
+                    a.bundle, a.path
+                )))
+            }
+        },
+    };
+    let changes = vec![Change {
+        bundle: a.bundle.clone(),
+        path: a.path.clone(),
+        content: None,
+        pre,
+    }];
+    kb.commit(changes.clone(), None)
+        .map_err(|e| commit_error(e, &changes))?;
+    eprintln!("deleted {}/{}", a.bundle, a.path);
+    Ok(0)
+}
+
+/// `okfit transact`: one JSON line on stdout.
+pub fn transact(a: TransactArgs) -> Result<i32, Error> {
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let input = read_input(a.from.as_deref())?;
+    let v: serde_json::Value = serde_json::from_slice(&input)
+        .map_err(|e| Error::Refused(format!("the batch is not valid JSON ({e})")))?;
+    if !v.is_object() || v.get("tenant").is_some() {
+        return Err(Error::Refused(
+            "transaction must be an object scoped to the connected tenant".into(),
+        ));
+    }
+    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
+        return Err(Error::Refused(
+            "transaction needs between 1 and 1000 changes".into(),
+        ));
+    };
+    for c in items {
+        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
+            && c.get("path").is_some_and(|p| p.is_string())
+            && c.get("tenant").is_none();
+        if !ok_strings {
+            return Err(Error::Refused(
+                "document change must specify a bundle and path within the connected tenant".into(),
+            ));
+        }
+        match c.get("operation").and_then(|o| o.as_str()) {
+            Some("write") => {
+                if !c.get("content").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused("document content must be a string".into()));
+                }
+            }
+            Some("delete") => {
+                if !c.get("replaces").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused(
+                        "a delete needs replaces: the hash of the version being removed".into(),
+                    ));
+                }
+            }
+            _ => return Err(Error::Refused("invalid document operation".into())),
+        }
+    }
+    let changes = crate::mcp::knowledge::changes_of(&v);
+    let expected = v.get("expectedRevision").and_then(|e| e.as_str());
+    let c = kb
+        .transact(changes.clone(), expected)
+        .map_err(|e| commit_error(e, &changes))?;
+    out(&format!(
+        "{}\n",
+        crate::mcp::knowledge::revision_json(&kb, &c, &changes)
+    ))?;
+    Ok(0)
+}
+
+/// `okfit history`: one JSON line.
+pub fn history(a: HistoryArgs) -> Result<i32, Error> {
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let page = kb.history(a.before.as_deref(), a.limit)?;
+    out(&format!(
+        "{}\n",
+        serde_json::to_string(&page).unwrap_or_default()
+    ))?;
+    Ok(0)
+}
+
+/// `okfit restore`: one JSON line.
+pub fn restore(a: RestoreArgs) -> Result<i32, Error> {
+    let (Some(rev), Some(exp)) = (&a.revision, &a.expected_revision) else {
+        return Err(Error::Usage(
+            "restore requires a revision and --expected-revision <current revision>".into(),
+        ));
+    };
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let c = kb.restore(rev, exp).map_err(|e| commit_error(e, &[]))?;
+    out(&format!(
+        "{}\n",
+        crate::mcp::knowledge::revision_json(&kb, &c, &[])
+    ))?;
+    Ok(0)
+}
+
+/// `okfit gc`.
+pub fn gc(a: GcArgs) -> Result<i32, Error> {
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let (revisions, contents) = kb.gc(a.keep)?;
+    eprintln!(
+        "{}: removed {revisions} revision(s) and {contents} unreferenced content(s), kept up to {}",
+        kb.name(),
+        a.keep
+    );
+    out(&format!(
+        "{}\n",
+        serde_json::json!({"removedRevisions": revisions, "removedContents": contents, "keep": a.keep})
+    ))?;
+    Ok(0)
+}
+
+/// `okfit verify`: one JSON line; exit 1 when anything is wrong.
+pub fn verify(a: VerifyArgs) -> Result<i32, Error> {
+    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let v = kb.verify()?;
+    out(&format!(
+        "{}\n",
+        serde_json::to_string(&v).unwrap_or_default()
+    ))?;
+    Ok(if v.ok { 0 } else { 1 })
+}

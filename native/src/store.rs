@@ -140,6 +140,38 @@ pub trait Storage: Send {
         base: Option<&Head>,
         plan: &CommitPlan,
     ) -> Result<(Head, RevisionInfo), Error>;
+    /// Up to `limit` retained revisions older than `before` (newest
+    /// first), and whether more follow. `before` unknown: `Ok(None)`.
+    fn history(
+        &self,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<(Vec<RevisionInfo>, bool)>, Error>;
+    /// The documents `(bundle, path) → hash` of a retained revision.
+    fn state_at(&self, revision: &str) -> Result<Option<State>, Error>;
+    /// Keeps the newest `keep` revisions; returns (revisions removed,
+    /// contents removed).
+    fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error>;
+    /// Re-checks every retained revision's documents and digests.
+    fn verify(&self) -> Result<Verified, Error>;
+}
+
+/// The documents of one revision: `(bundle, path) → hash`.
+pub type State = std::collections::BTreeMap<(String, String), String>;
+
+/// What `verify` found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Verified {
+    /// True when nothing is wrong.
+    pub ok: bool,
+    /// Retained revisions checked.
+    pub revisions: usize,
+    /// Distinct contents checked.
+    pub contents: usize,
+    /// Current documents.
+    pub documents: usize,
+    /// What is wrong, one sentence each.
+    pub problems: Vec<String>,
 }
 
 /// The SQLite store of one tenant.
@@ -341,6 +373,81 @@ fn revision_digest(parent: Option<&str>, plan: &CommitPlan) -> String {
     hex(&Sha256::digest(meta.to_string().as_bytes()))
 }
 
+fn info_row(r: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
+    let bundles: String = r.get(5)?;
+    Ok(RevisionInfo {
+        revision: r.get(0)?,
+        parent: r.get(1)?,
+        snapshot: r.get(2)?,
+        created: r.get(3)?,
+        concepts: r.get::<_, i64>(4)? as usize,
+        bundles: serde_json::from_str(&bundles).unwrap_or_default(),
+    })
+}
+
+/// The snapshot digest and concept count of a state.
+pub fn digest_of(state: &State) -> (String, usize) {
+    let mut bundles: Vec<(&str, [u8; 32])> = vec![];
+    let mut concepts = 0;
+    let mut i = state.iter().peekable();
+    while let Some(((b, _), _)) = i.peek() {
+        let b = b.as_str();
+        let mut docs = vec![];
+        while let Some(((b2, p), h)) = i.peek() {
+            if b2 != b {
+                break;
+            }
+            if !okfit_core::doc::is_reserved(p) {
+                concepts += 1;
+            }
+            docs.push((p.as_str(), h.as_str()));
+            i.next();
+        }
+        bundles.push((b, okfit_core::kb::model::bundle_digest(docs)));
+    }
+    (okfit_core::kb::model::snapshot_digest(bundles), concepts)
+}
+
+impl SqliteStore {
+    fn current_state(tx: &Connection) -> rusqlite::Result<State> {
+        let mut st = tx.prepare("SELECT bundle, path, hash FROM docs")?;
+        let rows = st.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?;
+        rows.collect()
+    }
+
+    /// Undoes, newest first, the changes made after revision `seq`.
+    fn undo_after(tx: &Connection, state: &mut State, seq: i64) -> rusqlite::Result<()> {
+        let mut st = tx.prepare_cached(
+            "SELECT bundle, path, old FROM changes WHERE seq > ?1 ORDER BY seq DESC",
+        )?;
+        let rows = st.query_map([seq], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (b, p, old) = row?;
+            match old {
+                Some(h) => {
+                    state.insert((b, p), h);
+                }
+                None => {
+                    state.remove(&(b, p));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn seq_of(tx: &Connection, revision: &str) -> rusqlite::Result<Option<i64>> {
+        tx.prepare_cached("SELECT seq FROM revisions WHERE revision = ?1")?
+            .query_row([revision], |r| r.get(0))
+            .optional()
+    }
+}
+
 impl Storage for SqliteStore {
     fn head(&self) -> Result<Option<Head>, Error> {
         Ok(Self::head_in(&self.conn)?)
@@ -513,5 +620,185 @@ impl Storage for SqliteStore {
                 bundles: plan.bundles.clone(),
             },
         ))
+    }
+
+    fn history(
+        &self,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<(Vec<RevisionInfo>, bool)>, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let upper = match before {
+            Some(b) => match Self::seq_of(&tx, b)? {
+                Some(s) => s,
+                None => return Ok(None),
+            },
+            None => i64::MAX,
+        };
+        let mut v: Vec<RevisionInfo> = {
+            let mut st = tx.prepare_cached(
+                "SELECT revision, parent, snapshot, created, concepts, bundles FROM revisions WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+            )?;
+            let rows = st.query_map(params![upper, (limit + 1) as i64], info_row)?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        tx.commit()?;
+        let more = v.len() > limit;
+        v.truncate(limit);
+        Ok(Some((v, more)))
+    }
+
+    fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let Some(seq) = Self::seq_of(&tx, revision)? else {
+            return Ok(None);
+        };
+        let mut state = Self::current_state(&tx)?;
+        Self::undo_after(&tx, &mut state, seq)?;
+        tx.commit()?;
+        Ok(Some(state))
+    }
+
+    fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let boundary: Option<i64> = tx
+            .query_row(
+                "SELECT seq FROM revisions ORDER BY seq DESC LIMIT 1 OFFSET ?1",
+                [(keep.max(1) - 1) as i64],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(boundary) = boundary else {
+            tx.commit()?;
+            return Ok((0, 0));
+        };
+        let revisions = tx.execute("DELETE FROM revisions WHERE seq < ?1", [boundary])?;
+        tx.execute("DELETE FROM changes WHERE seq <= ?1", [boundary])?;
+        let contents = tx.execute(
+            "DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM docs)
+               AND hash NOT IN (SELECT old FROM changes WHERE old IS NOT NULL)
+               AND hash NOT IN (SELECT new FROM changes WHERE new IS NOT NULL)",
+            [],
+        )?;
+        tx.commit()?;
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        Ok((revisions, contents))
+    }
+
+    fn verify(&self) -> Result<Verified, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let mut out = Verified::default();
+        let revs: Vec<(i64, RevisionInfo)> = {
+            let mut st = tx.prepare(
+                "SELECT revision, parent, snapshot, created, concepts, bundles, seq FROM revisions ORDER BY seq DESC",
+            )?;
+            let rows = st.query_map([], |r| Ok((r.get::<_, i64>(6)?, info_row(r)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut state = Self::current_state(&tx)?;
+        out.documents = state.len();
+        // The head must describe the current documents.
+        let mut checked: std::collections::HashSet<String> = Default::default();
+        let mut check_blob = |hash: &str, out: &mut Verified| -> rusqlite::Result<()> {
+            if !checked.insert(hash.to_string()) {
+                return Ok(());
+            }
+            let bytes: Option<Vec<u8>> = tx
+                .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
+                .query_row([hash], |r| r.get(0))
+                .optional()?;
+            match bytes {
+                None => out.problems.push(format!("content {hash} is missing")),
+                Some(b) if hex(&Sha256::digest(&b)) != hash => out
+                    .problems
+                    .push(format!("content {hash} does not match its digest")),
+                Some(b) if std::str::from_utf8(&b).is_err() => out
+                    .problems
+                    .push(format!("content {hash} is not valid UTF-8")),
+                Some(_) => {}
+            }
+            Ok(())
+        };
+        for (i, (seq, info)) in revs.iter().enumerate() {
+            if i > 0 {
+                // Step back from the newer revision to this one.
+                let newer = revs[i - 1].0;
+                let mut st =
+                    tx.prepare_cached("SELECT bundle, path, old FROM changes WHERE seq = ?1")?;
+                let rows = st.query_map([newer], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                })?;
+                for row in rows {
+                    let (b, p, old) = row?;
+                    match old {
+                        Some(h) => {
+                            state.insert((b, p), h);
+                        }
+                        None => {
+                            state.remove(&(b, p));
+                        }
+                    }
+                }
+                if revs[i - 1].1.parent.as_deref() != Some(info.revision.as_str()) {
+                    out.problems.push(format!(
+                        "revision {} does not name {} as its parent",
+                        revs[i - 1].1.revision,
+                        info.revision
+                    ));
+                }
+            }
+            for h in state.values() {
+                check_blob(h, &mut out)?;
+            }
+            let (snapshot, concepts) = digest_of(&state);
+            if snapshot != info.snapshot {
+                out.problems.push(format!(
+                    "revision {} (#{seq}) records snapshot {} but its documents give {snapshot}",
+                    info.revision, info.snapshot
+                ));
+            }
+            if concepts != info.concepts {
+                out.problems.push(format!(
+                    "revision {} records {} concepts but has {concepts}",
+                    info.revision, info.concepts
+                ));
+            }
+            out.revisions += 1;
+        }
+        // Every current row reads back.
+        let bad: Vec<(String, String)> = {
+            let mut st = tx.prepare("SELECT bundle, path, compiled FROM docs")?;
+            let rows = st.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            let mut bad = vec![];
+            for row in rows {
+                let (b, p, c) = row?;
+                if Compiled::decode(&c).is_none() {
+                    bad.push((b, p));
+                }
+            }
+            bad
+        };
+        for (b, p) in bad {
+            out.problems
+                .push(format!("the compiled row of {b}/{p} is unreadable"));
+        }
+        out.contents = checked.len();
+        tx.commit()?;
+        out.ok = out.problems.is_empty();
+        Ok(out)
     }
 }

@@ -69,6 +69,33 @@ pub struct Model {
     generation: u64,
 }
 
+/// The digest of one bundle: sha256 over its `path NUL hash LF` lines in
+/// path order.
+pub fn bundle_digest<'a>(docs: impl IntoIterator<Item = (&'a str, &'a str)>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for (p, hash) in docs {
+        h.update(p.as_bytes());
+        h.update([0]);
+        h.update(hash.as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize().into()
+}
+
+/// The snapshot digest over bundles in name order: sha256 over each
+/// bundle's `name NUL hex(bundle digest) LF`. Identical documents give the
+/// identical digest.
+pub fn snapshot_digest<'a>(bundles: impl IntoIterator<Item = (&'a str, [u8; 32])>) -> String {
+    let mut h = Sha256::new();
+    for (name, d) in bundles {
+        h.update(name.as_bytes());
+        h.update([0]);
+        h.update(hex(&d).as_bytes());
+        h.update(b"\n");
+    }
+    hex(&h.finalize())
+}
+
 /// A path without its `.md` extension (any case).
 pub fn strip_md(path: &str) -> &str {
     let n = path.len();
@@ -339,16 +366,11 @@ impl Model {
                         .is_some_and(|e| !e.is_concept())
                 })
                 .collect();
-            let mut h = Sha256::new();
-            for (p, s) in &b.docs {
-                if let Some(e) = &self.entries[*s as usize] {
-                    h.update(p.as_bytes());
-                    h.update([0]);
-                    h.update(e.hash.as_bytes());
-                    h.update(b"\n");
-                }
-            }
-            let digest: [u8; 32] = h.finalize().into();
+            let digest = bundle_digest(b.docs.iter().filter_map(|(p, s)| {
+                self.entries[*s as usize]
+                    .as_ref()
+                    .map(|e| (p.as_str(), e.hash.as_str()))
+            }));
             if let Some(b) = self.bundles.get_mut(name) {
                 b.digest = digest;
             }
@@ -448,14 +470,7 @@ impl Model {
     /// its sorted `path NUL hash LF` lines. Identical documents give the
     /// identical digest; a change re-hashes only its own bundle.
     pub fn snapshot(&self) -> String {
-        let mut h = Sha256::new();
-        for (name, b) in &self.bundles {
-            h.update(name.as_bytes());
-            h.update([0]);
-            h.update(hex(&b.digest).as_bytes());
-            h.update(b"\n");
-        }
-        hex(&h.finalize())
+        snapshot_digest(self.bundles.iter().map(|(n, b)| (n.as_str(), b.digest)))
     }
 
     /// Resolves an id argument: the tenant id, or the path id (with or

@@ -60,6 +60,85 @@ pub const WRITE_TOOLS: [ToolDef; 2] = [
     },
 ];
 
+/// The opt-in database tools (`--database-tools`).
+pub const DATABASE_TOOLS: [ToolDef; 3] = [
+    ToolDef {
+        name: "transact",
+        title: "Commit document changes atomically",
+        description: "Create, replace, or delete up to 1000 source documents in one durable revision. Each replacement or deletion needs its source hash. No changes commit if any precondition fails.",
+        schema: transact_schema,
+    },
+    ToolDef {
+        name: "history",
+        title: "Read retained revisions",
+        description: "Return a bounded page of committed revisions, newest first. Pass the next cursor as before to continue.",
+        schema: history_schema,
+    },
+    ToolDef {
+        name: "restore",
+        title: "Restore a retained revision",
+        description: "Create a new revision from a retained revision. expectedRevision must match the current head; restore never rewrites existing history.",
+        schema: restore_schema,
+    },
+];
+
+const DIGEST: &str = "^[a-f0-9]{64}$";
+
+fn transact_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "changes": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 1000,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "operation": {"type": "string", "enum": ["write", "delete"]},
+                        "bundle": {"type": "string", "minLength": 1},
+                        "path": {"type": "string", "minLength": 1},
+                        "content": {"type": "string"},
+                        "replaces": {"type": "string", "pattern": DIGEST}
+                    },
+                    "required": ["operation", "bundle", "path"],
+                    "additionalProperties": false,
+                    "allOf": [
+                        {"if": {"properties": {"operation": {"const": "write"}}}, "then": {"required": ["content"]}},
+                        {"if": {"properties": {"operation": {"const": "delete"}}}, "then": {"required": ["replaces"], "not": {"required": ["content"]}}}
+                    ]
+                }
+            },
+            "expectedRevision": {"type": "string", "pattern": DIGEST}
+        },
+        "required": ["changes"],
+        "additionalProperties": false
+    })
+}
+
+fn history_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "before": {"type": "string", "maxLength": 512},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+        },
+        "additionalProperties": false
+    })
+}
+
+fn restore_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "revision": {"type": "string", "pattern": DIGEST},
+            "expectedRevision": {"type": "string", "pattern": DIGEST}
+        },
+        "required": ["revision", "expectedRevision"],
+        "additionalProperties": false
+    })
+}
+
 fn write_schema() -> Value {
     json!({
         "type": "object",
@@ -182,6 +261,7 @@ pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> 
             .snapshot()
             .map(|(s, n)| format!("snapshot {s}, {n} concepts")),
         "write" | "delete" => return write_or_delete(kb, name, args),
+        "transact" | "history" | "restore" => return database(kb, name, args),
         other => Err(Error::Usage(format!("tool not found: {other}"))),
     };
     r.map_err(|e| e.to_string())
@@ -244,4 +324,91 @@ fn write_or_delete(kb: &Knowledge, name: &str, args: &Value) -> Result<String, S
         }
     }
     Ok(out)
+}
+
+/// The changes of a `transact` request (already schema-checked).
+pub fn changes_of(args: &Value) -> Vec<Change> {
+    args.get("changes")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|c| Change {
+                    bundle: str_arg(c, "bundle").unwrap_or("").to_string(),
+                    path: str_arg(c, "path").unwrap_or("").to_string(),
+                    content: (str_arg(c, "operation") == Some("write"))
+                        .then(|| str_arg(c, "content").unwrap_or("").as_bytes().to_vec()),
+                    pre: match str_arg(c, "replaces") {
+                        Some(h) => Pre::Hash(h.to_string()),
+                        None => Pre::Create,
+                    },
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A revision result as one compact JSON line, with the validator's
+/// findings for every written document.
+pub fn revision_json(kb: &Knowledge, c: &crate::kb::Committed, changes: &[Change]) -> String {
+    let mut diagnostics = vec![];
+    for ch in changes {
+        if let Some(bytes) = &ch.content {
+            let text = String::from_utf8_lossy(bytes);
+            if let Ok(lines) = kb.diagnostics_for(&ch.bundle, &ch.path, &text) {
+                for l in lines {
+                    let (level, rest) = l.split_once(' ').unwrap_or(("warning", &l));
+                    let message = rest.split_once(": ").map_or(rest, |(_, m)| m).to_string();
+                    diagnostics.push(json!({
+                        "level": level,
+                        "path": format!("{}/{}", ch.bundle, ch.path),
+                        "message": message
+                    }));
+                }
+            }
+        }
+    }
+    json!({
+        "revision": c.revision.as_ref().map(|r| r.revision.clone()),
+        "snapshot": c.snapshot,
+        "concepts": c.concepts,
+        "bundles": c.bundles,
+        "diagnostics": diagnostics,
+    })
+    .to_string()
+}
+
+fn database(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> {
+    match name {
+        "transact" => {
+            let changes = changes_of(args);
+            let expected = str_arg(args, "expectedRevision");
+            match kb.transact(changes.clone(), expected) {
+                Ok(c) => Ok(revision_json(kb, &c, &changes)),
+                Err(CommitError::Precondition { index, failure }) => {
+                    let c = &changes[index];
+                    let mut m = format!("{}/{}: {}", c.bundle, c.path, failure.message);
+                    if let Some(h) = failure.current {
+                        m.push_str(&format!("\nretry with replaces: \"{h}\""));
+                    }
+                    Err(m)
+                }
+                Err(CommitError::Other(e)) => Err(e.to_string()),
+            }
+        }
+        "history" => {
+            let limit = u64_arg(args, "limit").unwrap_or(20) as usize;
+            kb.history(str_arg(args, "before"), limit)
+                .map(|p| serde_json::to_string(&p).unwrap_or_default())
+                .map_err(|e| e.to_string())
+        }
+        _ => {
+            let revision = str_arg(args, "revision").unwrap_or("");
+            let expected = str_arg(args, "expectedRevision").unwrap_or("");
+            match kb.restore(revision, expected) {
+                Ok(c) => Ok(revision_json(kb, &c, &[])),
+                Err(CommitError::Precondition { failure, .. }) => Err(failure.message),
+                Err(CommitError::Other(e)) => Err(e.to_string()),
+            }
+        }
+    }
 }

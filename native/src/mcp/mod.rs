@@ -36,6 +36,24 @@ pub const PROTOCOLS: [ProtocolVersion; 3] = [
     ProtocolVersion::V_2026_07_28,
 ];
 
+/// `/changes/0/replaces` as `changes[0].replaces`.
+fn instance_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').filter(|s| !s.is_empty()) {
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg.replace("~1", "/").replace("~0", "~"));
+        }
+    }
+    out
+}
+
 /// Which group of the catalogue a tool belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
@@ -45,6 +63,8 @@ pub enum Group {
     Knowledge,
     /// write, delete (seed 000).
     Write,
+    /// transact, history, restore (`--database-tools`).
+    Database,
 }
 
 /// Every tool the server can offer, with its group.
@@ -52,6 +72,11 @@ pub fn catalogue() -> Vec<(&'static tools::ToolDef, Group)> {
     let mut v: Vec<(&'static tools::ToolDef, Group)> = vec![];
     v.extend(knowledge::READ_TOOLS.iter().map(|d| (d, Group::Knowledge)));
     v.extend(knowledge::WRITE_TOOLS.iter().map(|d| (d, Group::Write)));
+    v.extend(
+        knowledge::DATABASE_TOOLS
+            .iter()
+            .map(|d| (d, Group::Database)),
+    );
     v.extend(tools::BUNDLE_TOOLS.iter().map(|d| (d, Group::Bundle)));
     v
 }
@@ -97,10 +122,11 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
             out
         }
         None => {
-            let groups: &[Group] = if opts.connection.is_some() {
-                &[Group::Knowledge, Group::Write]
-            } else {
-                &[Group::Bundle]
+            let groups: &[Group] = match (opts.connection.is_some(), opts.database_tools) {
+                (true, true) => &[Group::Knowledge, Group::Write, Group::Database],
+                (true, false) => &[Group::Knowledge, Group::Write],
+                (false, true) => &[Group::Bundle, Group::Database],
+                (false, false) => &[Group::Bundle],
             };
             cat.iter()
                 .filter(|(_, g)| groups.contains(g))
@@ -167,6 +193,15 @@ impl Server {
             let Some((def, group)) = cat.iter().find(|(d, _)| d.name == name) else {
                 continue;
             };
+            if *group == Group::Database
+                && !fixed
+                    .as_ref()
+                    .is_some_and(|k| matches!(k.dsn(), crate::dsn::Dsn::Store { .. }))
+            {
+                return Err(Error::Usage(format!(
+                    "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
+                )));
+            }
             if *group == Group::Bundle
                 && fixed
                     .as_ref()
@@ -253,7 +288,8 @@ impl Server {
                 };
                 let mut t = Tool::new(c.def.name, description, Arc::new(schema));
                 t.title = Some(c.def.title.to_string());
-                let writes = c.group == Group::Write;
+                let writes = c.group == Group::Write
+                    || (c.group == Group::Database && c.def.name != "history");
                 t.annotations = Some(
                     ToolAnnotations::with_title(c.def.title)
                         .read_only(!writes)
@@ -295,11 +331,17 @@ impl Server {
             if msg.contains("Additional properties are not allowed") && !problems.is_empty() {
                 continue;
             }
-            let at = e.instance_path().to_string();
+            let msg = match e.kind() {
+                jsonschema::error::ValidationErrorKind::Pattern { pattern } => {
+                    format!("Invalid string: must match pattern /{pattern}/")
+                }
+                _ => msg,
+            };
+            let at = instance_path(&e.instance_path().to_string());
             problems.push(if at.is_empty() {
                 msg
             } else {
-                format!("{msg} at {}", at.trim_start_matches('/').replace('/', "."))
+                format!("{msg} at {at}")
             });
         }
         if problems.is_empty() {
@@ -328,7 +370,7 @@ impl Server {
         let args = Value::Object(args.unwrap_or_default());
         self.check_args(c, &args)
             .map_err(|m| ErrorData::invalid_params(m, None))?;
-        if matches!(c.group, Group::Knowledge | Group::Write) {
+        if matches!(c.group, Group::Knowledge | Group::Write | Group::Database) {
             let out = self
                 .knowledge()
                 .map_err(|e| e.to_string())
