@@ -325,7 +325,13 @@ impl StoreKb {
                     view.index.set_doc_len(slot, r.len);
                 }
             }
-            view.model.settle();
+            // Concepts renamed by those commits were re-indexed there (the
+            // id is a searched field): read their new lengths too.
+            for slot in view.model.settle() {
+                if let Some(t) = store.terms_of(slot)? {
+                    view.index.set_doc_len(slot, t.len);
+                }
+            }
             // Postings changed underneath: loaded ones are read again.
             view.index.clear_terms();
             self.head = head;
@@ -879,7 +885,6 @@ impl StoreKb {
                 return Err(CommitError::Precondition { index: i, failure });
             }
         }
-        // Old terms of every slot about to change, for the loaded postings.
         let mut plan = CommitPlan::default();
         let mut hashes = vec![];
         let mut touched: Vec<u32> = vec![];

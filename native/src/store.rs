@@ -178,7 +178,12 @@ pub struct Verified {
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// Term ids already in the database (ids are never reused or removed).
+    term_ids: std::collections::HashMap<String, i64>,
 }
+
+/// Term ids a transaction created; they join the cache only once it commits.
+type NewTerms = std::collections::HashMap<String, i64>;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -233,8 +238,13 @@ impl SqliteStore {
             .map_err(|e| store_err(&path, e))?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(|e| store_err(&path, e))?;
+        // 32 MiB of page cache: postings and index pages stay in memory
+        // between calls instead of being read again from the file.
+        conn.pragma_update(None, "cache_size", -32768)
+            .map_err(|e| store_err(&path, e))?;
         conn.execute_batch(SCHEMA)
             .map_err(|e| store_err(&path, e))?;
+        rusqlite::vtab::array::load_module(&conn).map_err(|e| store_err(&path, e))?;
         let schema: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
                 r.get(0)
@@ -257,7 +267,11 @@ impl SqliteStore {
                 ))
             }
         }
-        Ok(SqliteStore { conn, path })
+        Ok(SqliteStore {
+            conn,
+            path,
+            term_ids: Default::default(),
+        })
     }
 
     /// The database file.
@@ -310,38 +324,90 @@ impl SqliteStore {
         })
     }
 
-    fn delete_postings(tx: &rusqlite::Transaction, slot: u32) -> rusqlite::Result<()> {
-        let old: Option<Option<Vec<u8>>> = tx
+    fn stored_terms(tx: &rusqlite::Transaction, slot: u32) -> rusqlite::Result<Option<DocTerms>> {
+        let old: Option<Vec<u8>> = tx
             .prepare_cached("SELECT terms FROM doc_terms WHERE slot = ?1")?
             .query_row([slot], |r| r.get(0))
             .optional()?;
-        if let Some(Some(bytes)) = old {
-            if let Some(terms) = DocTerms::decode(&bytes) {
-                let mut del = tx.prepare_cached(
-                    "DELETE FROM postings WHERE term = (SELECT id FROM terms WHERE term = ?1) AND slot = ?2",
-                )?;
-                for (t, _) in &terms.terms {
-                    del.execute(params![t, slot])?;
+        Ok(old.and_then(|b| DocTerms::decode(&b)))
+    }
+
+    fn term_id(
+        tx: &rusqlite::Transaction,
+        cache: &std::collections::HashMap<String, i64>,
+        fresh: &mut NewTerms,
+        term: &str,
+    ) -> rusqlite::Result<i64> {
+        if let Some(id) = cache.get(term).or_else(|| fresh.get(term)) {
+            return Ok(*id);
+        }
+        let id: i64 = tx
+            .prepare_cached(
+                "INSERT INTO terms(term) VALUES (?1) ON CONFLICT(term) DO UPDATE SET term = excluded.term RETURNING id",
+            )?
+            .query_row([term], |r| r.get(0))?;
+        fresh.insert(term.to_string(), id);
+        Ok(id)
+    }
+
+    /// Brings a slot's postings from its stored terms to `new`, touching
+    /// only the terms that differ, and stores `new` as its terms.
+    fn update_postings(
+        tx: &rusqlite::Transaction,
+        cache: &std::collections::HashMap<String, i64>,
+        fresh: &mut NewTerms,
+        slot: u32,
+        new: Option<&DocTerms>,
+    ) -> rusqlite::Result<()> {
+        let old = Self::stored_terms(tx, slot)?;
+        let empty: Vec<(String, f32)> = vec![];
+        let a = old.as_ref().map_or(&empty, |t| &t.terms);
+        let b = new.map_or(&empty, |t| &t.terms);
+        let mut gone: Vec<rusqlite::types::Value> = vec![];
+        let mut put = tx.prepare_cached(
+            "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
+        )?;
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let ord = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.0.cmp(&y.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match ord {
+                std::cmp::Ordering::Less => {
+                    let id = Self::term_id(tx, cache, fresh, &a[i].0)?;
+                    gone.push(rusqlite::types::Value::Integer(id));
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    let id = Self::term_id(tx, cache, fresh, &b[j].0)?;
+                    put.execute(params![id, slot, b[j].1 as f64])?;
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    if a[i].1 != b[j].1 {
+                        let id = Self::term_id(tx, cache, fresh, &b[j].0)?;
+                        put.execute(params![id, slot, b[j].1 as f64])?;
+                    }
+                    i += 1;
+                    j += 1;
                 }
             }
         }
-        Ok(())
-    }
-
-    fn insert_postings(
-        tx: &rusqlite::Transaction,
-        slot: u32,
-        terms: &DocTerms,
-    ) -> rusqlite::Result<()> {
-        let mut id = tx.prepare_cached(
-            "INSERT INTO terms(term) VALUES (?1) ON CONFLICT(term) DO UPDATE SET term = excluded.term RETURNING id",
-        )?;
-        let mut ins = tx.prepare_cached(
-            "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
-        )?;
-        for (t, tf) in &terms.terms {
-            let tid: i64 = id.query_row([t], |r| r.get(0))?;
-            ins.execute(params![tid, slot, *tf as f64])?;
+        if !gone.is_empty() {
+            tx.prepare_cached("DELETE FROM postings WHERE slot = ?1 AND term IN rarray(?2)")?
+                .execute(params![slot, std::rc::Rc::new(gone)])?;
+        }
+        match new {
+            Some(t) => {
+                tx.prepare_cached("INSERT OR REPLACE INTO doc_terms(slot, terms) VALUES (?1, ?2)")?
+                    .execute(params![slot, t.encode()])?;
+            }
+            None => {
+                tx.prepare_cached("DELETE FROM doc_terms WHERE slot = ?1")?
+                    .execute([slot])?;
+            }
         }
         Ok(())
     }
@@ -545,42 +611,26 @@ impl Storage for SqliteStore {
                 ins.execute(params![h, b])?;
             }
         }
+        let cache = &self.term_ids;
+        let mut fresh = NewTerms::new();
         for slot in &plan.deletes {
-            Self::delete_postings(&tx, *slot)?;
+            Self::update_postings(&tx, cache, &mut fresh, *slot, None)?;
             tx.prepare_cached("DELETE FROM docs WHERE slot = ?1")?
-                .execute([slot])?;
-            tx.prepare_cached("DELETE FROM doc_terms WHERE slot = ?1")?
                 .execute([slot])?;
         }
         for d in &plan.upserts {
-            Self::delete_postings(&tx, d.slot)?;
             let compiled = d.compiled.encode();
             let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
             tx.prepare_cached(
                 "INSERT OR REPLACE INTO docs(slot, bundle, path, hash, len, compiled) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![d.slot, d.bundle, d.path, d.hash, len, compiled])?;
-            match &d.terms {
-                Some(t) => {
-                    tx.prepare_cached(
-                        "INSERT OR REPLACE INTO doc_terms(slot, terms) VALUES (?1, ?2)",
-                    )?
-                    .execute(params![d.slot, t.encode()])?;
-                    Self::insert_postings(&tx, d.slot, t)?;
-                }
-                None => {
-                    tx.prepare_cached("DELETE FROM doc_terms WHERE slot = ?1")?
-                        .execute([d.slot])?;
-                }
-            }
+            Self::update_postings(&tx, cache, &mut fresh, d.slot, d.terms.as_ref())?;
         }
         for (slot, terms) in &plan.reindex {
-            Self::delete_postings(&tx, *slot)?;
             tx.prepare_cached("UPDATE docs SET len = ?2 WHERE slot = ?1")?
                 .execute(params![slot, terms.len as f64])?;
-            tx.prepare_cached("INSERT OR REPLACE INTO doc_terms(slot, terms) VALUES (?1, ?2)")?
-                .execute(params![slot, terms.encode()])?;
-            Self::insert_postings(&tx, *slot, terms)?;
+            Self::update_postings(&tx, cache, &mut fresh, *slot, Some(terms))?;
         }
         let parent = head.as_ref().map(|h| h.revision.clone());
         let revision = revision_digest(parent.as_deref(), plan);
@@ -606,6 +656,7 @@ impl Storage for SqliteStore {
             }
         }
         tx.commit()?;
+        self.term_ids.extend(fresh);
         Ok((
             Head {
                 seq,
