@@ -171,7 +171,13 @@ struct StoreKb {
     store: Option<SqliteStore>,
     view: Option<View>,
     head: Option<Head>,
+    /// Recently read document texts by content hash (contents never
+    /// change under a hash).
+    texts: HashMap<String, Arc<str>>,
 }
+
+/// Most document texts a store connection keeps between calls.
+const TEXT_CACHE: usize = 256;
 
 enum Backend {
     Folder(FolderKb),
@@ -409,6 +415,7 @@ impl Knowledge {
                     store: None,
                     view: None,
                     head: None,
+                    texts: HashMap::new(),
                 }),
             ),
             Dsn::Npipe { .. } => {
@@ -454,7 +461,7 @@ impl Knowledge {
     fn read<R>(
         &self,
         query: Option<&str>,
-        f: impl FnOnce(&mut View, &mut dyn FnMut(&Entry) -> Option<String>) -> Result<R, Error>,
+        f: impl FnOnce(&mut View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
     ) -> Result<R, Error> {
         let mut guard = self.lock();
         match &mut *guard {
@@ -464,8 +471,7 @@ impl Knowledge {
                 let view = view
                     .as_mut()
                     .ok_or_else(|| Error::Store("no view".into()))?;
-                let mut body =
-                    |e: &Entry| -> Option<String> { texts.get(&e.path).map(|t| t.to_string()) };
+                let mut body = |e: &Entry| -> Option<Arc<str>> { texts.get(&e.path).cloned() };
                 f(view, &mut body)
             }
             Backend::Store(sk) => {
@@ -473,14 +479,24 @@ impl Knowledge {
                 if let Some(q) = query {
                     sk.load_terms(q)?;
                 }
-                let StoreKb { view, store, .. } = sk;
+                let StoreKb {
+                    view, store, texts, ..
+                } = sk;
                 let view = view
                     .as_mut()
                     .ok_or_else(|| Error::Store("no view".into()))?;
                 let store = store.as_ref();
-                let mut body = |e: &Entry| -> Option<String> {
+                let mut body = |e: &Entry| -> Option<Arc<str>> {
+                    if let Some(t) = texts.get(&e.hash) {
+                        return Some(t.clone());
+                    }
                     let bytes = store?.blob(&e.hash).ok()??;
-                    String::from_utf8(bytes).ok()
+                    let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
+                    if texts.len() >= TEXT_CACHE {
+                        texts.clear();
+                    }
+                    texts.insert(e.hash.clone(), t.clone());
+                    Some(t)
                 };
                 f(view, &mut body)
             }

@@ -305,9 +305,18 @@ impl SqliteStore {
     }
 
     fn doc_row(&self, t: (u32, String, String, String, String, f64)) -> Result<DocRow, Error> {
+        doc_row_at(&self.path, t)
+    }
+}
+
+/// A stored row as the read model loads it.
+type RawRow = (u32, String, String, String, String, f64);
+
+fn doc_row_at(path: &Path, t: RawRow) -> Result<DocRow, Error> {
+    {
         let compiled = Compiled::decode(&t.4).ok_or_else(|| {
             store_err(
-                &self.path,
+                path,
                 format!(
                     "database corruption: unreadable compiled row for {}/{}",
                     t.1, t.2
@@ -323,7 +332,9 @@ impl SqliteStore {
             len: t.5 as f32,
         })
     }
+}
 
+impl SqliteStore {
     fn stored_terms(tx: &rusqlite::Transaction, slot: u32) -> rusqlite::Result<Option<DocTerms>> {
         let old: Option<Vec<u8>> = tx
             .prepare_cached("SELECT terms FROM doc_terms WHERE slot = ?1")?
@@ -528,9 +539,12 @@ impl Storage for SqliteStore {
             rows.collect::<rusqlite::Result<_>>()?
         };
         tx.commit()?;
+        // Decoding is the larger part of opening a big tenant: both cores.
+        let path = self.path.as_path();
+        use rayon::prelude::*;
         let rows = raw
-            .into_iter()
-            .map(|t| self.doc_row(t))
+            .into_par_iter()
+            .map(|t| doc_row_at(path, t))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((head, rows))
     }

@@ -714,7 +714,7 @@ impl Model {
         k: usize,
         bundle: Option<&str>,
         now: Instant,
-        body: &mut dyn FnMut(&Entry) -> Option<String>,
+        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
     ) -> Result<String, String> {
         self.check_bundle(bundle)?;
         let keep = |s: u32| {
@@ -772,7 +772,7 @@ impl Model {
         ids: &[String],
         section: Option<&str>,
         opts: &SliceOptions,
-        body: &mut dyn FnMut(&Entry) -> Option<String>,
+        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
     ) -> Result<Fetched, String> {
         let mut found: Vec<(String, Slice)> = vec![];
         let mut missing: Vec<String> = vec![];
@@ -828,7 +828,7 @@ impl Model {
         ids: &[String],
         section: Option<&str>,
         opts: &SliceOptions,
-        body: &mut dyn FnMut(&Entry) -> Option<String>,
+        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
     ) -> Result<String, String> {
         let (found, missing) = self.get(ids, section, opts, body)?;
         let f: Vec<(&str, &Slice)> = found.iter().map(|(i, s)| (i.as_str(), s)).collect();
