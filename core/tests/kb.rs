@@ -122,8 +122,10 @@ impl Kb {
         when: Instant,
     ) -> Result<String, String> {
         let texts = &self.texts;
-        let mut body = |e: &Entry| -> Option<String> {
-            texts.get(&(e.bundle.clone(), e.path.clone())).cloned()
+        let mut body = |e: &Entry| -> Option<std::sync::Arc<str>> {
+            texts
+                .get(&(e.bundle.clone(), e.path.clone()))
+                .map(|t| std::sync::Arc::from(t.as_str()))
         };
         self.model
             .search(&self.index, q, k, bundle, when, &mut body)
@@ -144,8 +146,10 @@ impl Kb {
         opts: &SliceOptions,
     ) -> Result<String, String> {
         let texts = &self.texts;
-        let mut body = |e: &Entry| -> Option<String> {
-            texts.get(&(e.bundle.clone(), e.path.clone())).cloned()
+        let mut body = |e: &Entry| -> Option<std::sync::Arc<str>> {
+            texts
+                .get(&(e.bundle.clone(), e.path.clone()))
+                .map(|t| std::sync::Arc::from(t.as_str()))
         };
         let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
         self.model.get_text(&ids, section, opts, &mut body)
