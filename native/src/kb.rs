@@ -637,6 +637,15 @@ impl Knowledge {
             names::check_bundle(&c.bundle).map_err(Error::Refused)?;
             names::check_path(&c.path).map_err(Error::Refused)?;
             if let Some(b) = &c.content {
+                if b.len() > MAX_DOCUMENT_BYTES {
+                    return Err(Error::Refused(format!(
+                        "document {}/{} is {} bytes; a document may be at most 16 MiB",
+                        c.bundle,
+                        c.path,
+                        b.len()
+                    ))
+                    .into());
+                }
                 if std::str::from_utf8(b).is_err() {
                     return Err(Error::Refused(format!(
                         "document {}/{} is not valid UTF-8",
