@@ -122,6 +122,11 @@ fn p50(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+fn p95(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(v.len() * 95 / 100).min(v.len() - 1)]
+}
+
 /// The measuring child: prints one JSON line.
 fn child(n: usize) -> Result<(), String> {
     let queries: Vec<String> = [
@@ -342,9 +347,11 @@ fn writes_child(n: usize) -> Result<(), String> {
         "{}",
         serde_json::json!({
             "concepts": n,
-            "write_p50_ms": p50(single),
+            "write_p50_ms": p50(single.clone()),
+            "write_p95_ms": p95(single),
             "stale_refusal_p50_ms": p50(refused),
-            "transact25_p50_ms": p50(batches),
+            "transact25_p50_ms": p50(batches.clone()),
+            "transact25_p95_ms": p95(batches),
             "restore_p50_ms": p50(restores),
             "restore_all_ms": restore_all,
             "history_page_p50_ms": p50(histories),
@@ -470,11 +477,13 @@ fn main() -> ExitCode {
         }
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
         println!(
-            "{:>6} concepts: write p50 {:.2} ms | stale-hash refusal p50 {:.3} ms | transact of 25 p50 {:.2} ms | restore (25 docs differ) p50 {:.1} ms, (all 80 commits) {:.0} ms | history page p50 {:.3} ms",
+            "{:>6} concepts: write p50 {:.2} ms (p95 {:.2}) | stale-hash refusal p50 {:.3} ms | transact of 25 p50 {:.2} ms (p95 {:.2}) | restore (25 docs differ) p50 {:.1} ms, (all 80 commits) {:.0} ms | history page p50 {:.3} ms",
             n,
             v["write_p50_ms"].as_f64().unwrap_or(f64::NAN),
+            v["write_p95_ms"].as_f64().unwrap_or(f64::NAN),
             v["stale_refusal_p50_ms"].as_f64().unwrap_or(f64::NAN),
             v["transact25_p50_ms"].as_f64().unwrap_or(f64::NAN),
+            v["transact25_p95_ms"].as_f64().unwrap_or(f64::NAN),
             v["restore_p50_ms"].as_f64().unwrap_or(f64::NAN),
             v["restore_all_ms"].as_f64().unwrap_or(f64::NAN),
             v["history_page_p50_ms"].as_f64().unwrap_or(f64::NAN),
