@@ -70,6 +70,10 @@ enum Command {
     Gc(crate::kbcli::GcArgs),
     /// Re-check every retained revision's documents and digests.
     Verify(crate::kbcli::VerifyArgs),
+    /// Serve the store to many agents over a unix socket or TCP (HTTP/1.1).
+    Serve(crate::kbcli::ServeArgs),
+    /// Mint a bearer token for a tenant and record it in <data>/tokens.json.
+    Token(crate::kbcli::TokenArgs),
 }
 
 /// Arguments of `okfit mcp` and `okfit-mcp`.
@@ -307,6 +311,8 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Restore(a) => crate::kbcli::restore(a),
         Command::Gc(a) => crate::kbcli::gc(a),
         Command::Verify(a) => crate::kbcli::verify(a),
+        Command::Serve(a) => crate::kbcli::serve(a),
+        Command::Token(a) => crate::kbcli::token(a),
         Command::Query(q) => match q {
             QueryCommand::List(a) => query_list(a),
             QueryCommand::Get(a) => query_get(a),

@@ -529,6 +529,17 @@ impl Knowledge {
 
     /// Ranked search as TSV (reference langonrock §4.2).
     pub fn search(&self, query: &str, k: usize, bundle: Option<&str>) -> Result<String, Error> {
+        self.search_with(query, k, bundle, true)
+    }
+
+    /// [`Knowledge::search`], with the one-hop expansion optional.
+    pub fn search_with(
+        &self,
+        query: &str,
+        k: usize,
+        bundle: Option<&str>,
+        expand: bool,
+    ) -> Result<String, Error> {
         if query.trim().is_empty() {
             return Err(Error::Refused("query must not be empty".into()));
         }
@@ -541,7 +552,7 @@ impl Knowledge {
         let now = now_or(self.now);
         self.read(Some(query), |view, body| {
             view.model
-                .search(&view.index, query, k, bundle, now, body)
+                .search_with(&view.index, query, k, bundle, expand, now, body)
                 .map_err(Error::Refused)
         })
     }

@@ -645,41 +645,7 @@ pub fn transact(a: TransactArgs) -> Result<i32, Error> {
     let input = read_input(a.from.as_deref())?;
     let v: serde_json::Value = serde_json::from_slice(&input)
         .map_err(|e| Error::Refused(format!("the batch is not valid JSON ({e})")))?;
-    if !v.is_object() || v.get("tenant").is_some() {
-        return Err(Error::Refused(
-            "transaction must be an object scoped to the connected tenant".into(),
-        ));
-    }
-    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
-        return Err(Error::Refused(
-            "transaction needs between 1 and 1000 changes".into(),
-        ));
-    };
-    for c in items {
-        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
-            && c.get("path").is_some_and(|p| p.is_string())
-            && c.get("tenant").is_none();
-        if !ok_strings {
-            return Err(Error::Refused(
-                "document change must specify a bundle and path within the connected tenant".into(),
-            ));
-        }
-        match c.get("operation").and_then(|o| o.as_str()) {
-            Some("write") => {
-                if !c.get("content").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused("document content must be a string".into()));
-                }
-            }
-            Some("delete") => {
-                if !c.get("replaces").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused(
-                        "a delete needs replaces: the hash of the version being removed".into(),
-                    ));
-                }
-            }
-            _ => return Err(Error::Refused("invalid document operation".into())),
-        }
-    }
+    check_batch(&v)?;
     let changes = crate::mcp::knowledge::changes_of(&v);
     let expected = v.get("expectedRevision").and_then(|e| e.as_str());
     let c = kb
@@ -744,4 +710,115 @@ pub fn verify(a: VerifyArgs) -> Result<i32, Error> {
         serde_json::to_string(&v).unwrap_or_default()
     ))?;
     Ok(if v.ok { 0 } else { 1 })
+}
+
+/// Checks the shape of a JSON batch `{changes: [...], expectedRevision?}`
+/// with the reference's messages (shared by the CLI and the daemon).
+pub fn check_batch(v: &serde_json::Value) -> Result<(), Error> {
+    if !v.is_object() || v.get("tenant").is_some() {
+        return Err(Error::Refused(
+            "transaction must be an object scoped to the connected tenant".into(),
+        ));
+    }
+    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
+        return Err(Error::Refused(
+            "transaction needs between 1 and 1000 changes".into(),
+        ));
+    };
+    for c in items {
+        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
+            && c.get("path").is_some_and(|p| p.is_string())
+            && c.get("tenant").is_none();
+        if !ok_strings {
+            return Err(Error::Refused(
+                "document change must specify a bundle and path within the connected tenant".into(),
+            ));
+        }
+        match c.get("operation").and_then(|o| o.as_str()) {
+            Some("write") => {
+                if !c.get("content").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused("document content must be a string".into()));
+                }
+            }
+            Some("delete") => {
+                if !c.get("replaces").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused(
+                        "a delete needs replaces: the hash of the version being removed".into(),
+                    ));
+                }
+            }
+            _ => return Err(Error::Refused("invalid document operation".into())),
+        }
+    }
+    Ok(())
+}
+
+/// `okfit serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Data root (default: OKFIT_DATA, else the platform data directory).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Listen on this unix socket (default: <data>/okfit.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Listen on TCP instead (needs tokens; off loopback, TLS too).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// PEM certificate chain for TLS.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for TLS.
+    #[arg(long, value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Quiet time before a watched sources folder is imported, in ms.
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    pub debounce: u64,
+}
+
+/// `okfit token`.
+#[derive(Args, Debug)]
+pub struct TokenArgs {
+    /// Data root (default: OKFIT_DATA, else the platform data directory).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// The tenant the token reads.
+    #[arg(long)]
+    pub tenant: String,
+    /// Let the token write too.
+    #[arg(long)]
+    pub write: bool,
+}
+
+fn data_root(d: &Option<PathBuf>) -> Result<PathBuf, Error> {
+    match d {
+        Some(d) => Ok(crate::discover::absolute(d)),
+        None => dsn::default_data_root().map_err(Error::Usage),
+    }
+}
+
+/// `okfit serve`.
+pub fn serve(a: ServeArgs) -> Result<i32, Error> {
+    crate::serve::run(crate::serve::ServeOptions {
+        data: data_root(&a.data)?,
+        socket: a.socket,
+        listen: a.listen,
+        tls_cert: a.tls_cert,
+        tls_key: a.tls_key,
+        debounce_ms: a.debounce,
+    })
+}
+
+/// `okfit token`: the token alone on stdout.
+pub fn token(a: TokenArgs) -> Result<i32, Error> {
+    let data = data_root(&a.data)?;
+    let t = crate::serve::mint_token(&data, &a.tenant, a.write)?;
+    out(&format!("{t}\n"))?;
+    eprintln!(
+        "recorded a {} grant for {} in {}. A running server reads that file only at startup, so restart it before the token works",
+        if a.write { "read-write" } else { "read-only" },
+        a.tenant,
+        data.join("tokens.json").display()
+    );
+    Ok(0)
 }

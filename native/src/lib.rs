@@ -12,6 +12,8 @@ pub mod kb;
 pub mod kbcli;
 pub mod mcp;
 pub mod project;
+pub mod serve;
+pub mod sources;
 pub mod store;
 pub mod walk;
 pub mod watch;

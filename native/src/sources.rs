@@ -1,0 +1,263 @@
+//! `<data>/sources.json` (`{"<tenant>": "/abs/folder"}`): folders a running
+//! daemon imports at start and keeps in sync with a debounced watcher.
+//! Every immediate non-hidden subfolder of a folder is a bundle. The last
+//! imported hash of each file is remembered, so an unchanged folder file
+//! never overwrites an edit made through the store, a change on both sides
+//! is reported and nothing is imported, and documents that exist only in
+//! the store stay.
+
+use crate::error::Error;
+use crate::kb::{sha256_hex, Change, Knowledge, Pre};
+use crate::serve::Daemon;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+type Key = (String, String);
+
+fn baseline_path(data: &Path, tenant: &str) -> PathBuf {
+    crate::store::tenant_dir(data, tenant).join("imports.json")
+}
+
+fn read_baseline(data: &Path, tenant: &str) -> BTreeMap<Key, String> {
+    let Ok(text) = std::fs::read_to_string(baseline_path(data, tenant)) else {
+        return BTreeMap::new();
+    };
+    let v: Vec<(String, String, String)> = serde_json::from_str(&text).unwrap_or_default();
+    v.into_iter().map(|(b, p, h)| ((b, p), h)).collect()
+}
+
+fn write_baseline(data: &Path, tenant: &str, base: &BTreeMap<Key, String>) {
+    let path = baseline_path(data, tenant);
+    let v: Vec<(&str, &str, &str)> = base
+        .iter()
+        .map(|((b, p), h)| (b.as_str(), p.as_str(), h.as_str()))
+        .collect();
+    let tmp = path.with_extension("json.tmp");
+    if std::fs::write(&tmp, serde_json::to_string(&v).unwrap_or_default()).is_ok() {
+        let _ = std::fs::rename(&tmp, &path);
+    }
+}
+
+/// The documents of a sources folder: `(bundle, path) → bytes`.
+fn read_folder(dir: &Path) -> Result<BTreeMap<Key, Vec<u8>>, Error> {
+    let mut out = BTreeMap::new();
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| Error::Io(format!("cannot read {} ({e})", dir.display())))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.')
+            || name == "node_modules"
+            || !e.file_type().is_ok_and(|t| t.is_dir())
+        {
+            continue;
+        }
+        if okfit_core::kb::names::check_bundle(&name).is_err() {
+            continue;
+        }
+        let walked = crate::walk::walk(&e.path())?;
+        for (rel, abs) in walked.files {
+            if !rel.to_ascii_lowercase().ends_with(".md")
+                || okfit_core::kb::names::check_path(&rel).is_err()
+            {
+                continue;
+            }
+            if let Ok(b) = std::fs::read(&abs) {
+                if std::str::from_utf8(&b).is_ok() {
+                    out.insert((name.clone(), rel), b);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What one sync did.
+#[derive(Debug, Default)]
+pub struct Synced {
+    /// Documents written.
+    pub written: usize,
+    /// Documents deleted.
+    pub deleted: usize,
+    /// `bundle/path` changed on both sides (nothing was imported).
+    pub conflicts: Vec<String>,
+}
+
+/// Brings a tenant up to date with its folder.
+pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<Synced, Error> {
+    let files = read_folder(folder)?;
+    let db: BTreeMap<Key, String> = match kb.list_sources() {
+        Ok(v) => v.into_iter().map(|(b, p, h)| ((b, p), h)).collect(),
+        Err(Error::Refused(_)) => BTreeMap::new(),
+        Err(e) => return Err(e),
+    };
+    let mut base = read_baseline(data, tenant);
+    let mut changes = vec![];
+    let mut conflicts = vec![];
+    let mut next = base.clone();
+    for (k, bytes) in &files {
+        let h = sha256_hex(bytes);
+        let dbh = db.get(k);
+        let old = base.get(k);
+        if dbh == Some(&h) {
+            next.insert(k.clone(), h);
+            continue;
+        }
+        if old == Some(&h) {
+            continue; // the folder did not change: the store's edit stays
+        }
+        match (dbh, old) {
+            (None, None) => changes.push(Change {
+                bundle: k.0.clone(),
+                path: k.1.clone(),
+                content: Some(bytes.clone()),
+                pre: Pre::Create,
+            }),
+            (Some(d), Some(o)) if d == o => changes.push(Change {
+                bundle: k.0.clone(),
+                path: k.1.clone(),
+                content: Some(bytes.clone()),
+                pre: Pre::Hash(d.clone()),
+            }),
+            (Some(d), None) => {
+                // Never imported, yet present in both with other bytes.
+                let _ = d;
+                conflicts.push(format!("{}/{}", k.0, k.1));
+                continue;
+            }
+            _ => {
+                conflicts.push(format!("{}/{}", k.0, k.1));
+                continue;
+            }
+        }
+        next.insert(k.clone(), h);
+    }
+    for (k, old) in &base {
+        if files.contains_key(k) {
+            continue;
+        }
+        match db.get(k) {
+            Some(d) if d == old => {
+                changes.push(Change {
+                    bundle: k.0.clone(),
+                    path: k.1.clone(),
+                    content: None,
+                    pre: Pre::Hash(d.clone()),
+                });
+                next.remove(k);
+            }
+            Some(_) => conflicts.push(format!("{}/{}", k.0, k.1)),
+            None => {
+                next.remove(k);
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        return Ok(Synced {
+            conflicts,
+            ..Synced::default()
+        });
+    }
+    let written = changes.iter().filter(|c| c.content.is_some()).count();
+    let deleted = changes.len() - written;
+    if !changes.is_empty() {
+        kb.commit(changes, None).map_err(|e| match e {
+            crate::kb::CommitError::Precondition { failure, .. } => {
+                Error::Conflict(failure.message)
+            }
+            crate::kb::CommitError::Other(e) => e,
+        })?;
+    }
+    base = next;
+    write_baseline(data, tenant, &base);
+    Ok(Synced {
+        written,
+        deleted,
+        conflicts: vec![],
+    })
+}
+
+fn report(tenant: &str, folder: &Path, r: &Result<Synced, Error>) {
+    match r {
+        Ok(s) if !s.conflicts.is_empty() => eprintln!(
+            "{tenant}: conflict: {} changed both in {} and in the store since the last import; nothing was imported (resolve one side, then save again)",
+            s.conflicts.join(", "),
+            folder.display()
+        ),
+        Ok(s) if s.written + s.deleted > 0 => eprintln!(
+            "{tenant}: imported {} written, {} deleted from {}",
+            s.written,
+            s.deleted,
+            folder.display()
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("{tenant}: import from {} failed: {e}", folder.display()),
+    }
+}
+
+/// Reads sources.json, imports each folder and starts its watcher;
+/// returns how many tenants are watched.
+pub fn start(daemon: &Arc<Daemon>, data: &Path, debounce_ms: u64) -> Result<usize, Error> {
+    let path = data.join("sources.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(_) => return Ok(0),
+    };
+    let map: BTreeMap<String, String> = serde_json::from_str(&text).map_err(|_| {
+        Error::Refused(format!(
+            "{}: must be a JSON object of tenant to absolute folder",
+            path.display()
+        ))
+    })?;
+    let mut n = 0;
+    for (tenant, folder) in map {
+        okfit_core::kb::names::check_tenant(&tenant)
+            .map_err(|e| Error::Refused(format!("{}: {e}", path.display())))?;
+        let folder = PathBuf::from(folder);
+        if !folder.is_absolute() || !folder.is_dir() {
+            return Err(Error::Refused(format!(
+                "{}: tenant {tenant} names {}, which is not an absolute folder",
+                path.display(),
+                folder.display()
+            )));
+        }
+        let kb = daemon.tenant(&tenant)?;
+        let r = sync(&kb, data, &tenant, &folder);
+        report(&tenant, &folder, &r);
+        eprintln!("watching {} for tenant {tenant}", folder.display());
+        watch(kb, data.to_path_buf(), tenant, folder, debounce_ms)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn watch(
+    kb: Arc<Knowledge>,
+    data: PathBuf,
+    tenant: String,
+    folder: PathBuf,
+    debounce_ms: u64,
+) -> Result<(), Error> {
+    use notify::Watcher;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if res.is_ok() {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| Error::Io(format!("cannot watch {} ({e})", folder.display())))?;
+    watcher
+        .watch(&folder, notify::RecursiveMode::Recursive)
+        .map_err(|e| Error::Io(format!("cannot watch {} ({e})", folder.display())))?;
+    std::thread::spawn(move || {
+        let _keep = watcher;
+        while rx.recv().is_ok() {
+            // Debounce: wait until the folder is quiet.
+            while rx.recv_timeout(Duration::from_millis(debounce_ms)).is_ok() {}
+            let r = sync(&kb, &data, &tenant, &folder);
+            report(&tenant, &folder, &r);
+        }
+    });
+    Ok(())
+}
