@@ -182,6 +182,8 @@ const TEXT_CACHE: usize = 256;
 enum Backend {
     Folder(FolderKb),
     Store(StoreKb),
+    /// Answers come from a running `okfit serve` (see [`Knowledge::remote`]).
+    Remote,
 }
 
 /// Knowledge behind one connection string.
@@ -190,6 +192,7 @@ pub struct Knowledge {
     name: String,
     now: Option<Instant>,
     inner: Mutex<Backend>,
+    remote: Option<crate::remote::Remote>,
 }
 
 /// The bundle name a folder connection serves: the folder's name.
@@ -423,10 +426,55 @@ impl Knowledge {
                     "npipe transport is unavailable: run the daemon on loopback TCP and connect with okf+http://127.0.0.1:PORT?token=...".into(),
                 ))
             }
-            Dsn::Unix { .. } | Dsn::Http { .. } => {
-                return Err(Error::Usage(format!(
-                    "{dsn}: connecting to a running okfit serve is not available in this build; use an okf:// connection"
-                )))
+            Dsn::Unix {
+                socket,
+                tenant,
+                token,
+            } => {
+                if tenant.is_none() && token.is_none() {
+                    return Err(Error::Usage(format!(
+                        "{dsn}: a socket connection needs ?tenant= (or a token that names one)"
+                    )));
+                }
+                let r = crate::remote::Remote::new(
+                    crate::remote::Target::Unix(socket.clone()),
+                    tenant.clone(),
+                    token.clone(),
+                )?;
+                return Ok(Knowledge {
+                    name: tenant.clone().unwrap_or_default(),
+                    dsn: dsn.clone(),
+                    now: None,
+                    inner: Mutex::new(Backend::Remote),
+                    remote: Some(r),
+                });
+            }
+            Dsn::Http {
+                origin,
+                tenant,
+                token,
+            } => {
+                let tls = origin.starts_with("https://");
+                let hostport = origin.split_once("://").map_or(origin.as_str(), |x| x.1);
+                let (host, port) = match hostport.rsplit_once(':') {
+                    Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+                        (h.to_string(), p.parse::<u16>().unwrap_or(if tls { 443 } else { 80 }))
+                    }
+                    _ => (hostport.to_string(), if tls { 443 } else { 80 }),
+                };
+                let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+                let r = crate::remote::Remote::new(
+                    crate::remote::Target::Tcp { host, port, tls },
+                    tenant.clone(),
+                    token.clone(),
+                )?;
+                return Ok(Knowledge {
+                    name: tenant.clone().unwrap_or_default(),
+                    dsn: dsn.clone(),
+                    now: None,
+                    inner: Mutex::new(Backend::Remote),
+                    remote: Some(r),
+                });
             }
         };
         Ok(Knowledge {
@@ -434,6 +482,7 @@ impl Knowledge {
             name,
             now: None,
             inner: Mutex::new(backend),
+            remote: None,
         })
     }
 
@@ -465,6 +514,7 @@ impl Knowledge {
     ) -> Result<R, Error> {
         let mut guard = self.lock();
         match &mut *guard {
+            Backend::Remote => Err(Error::Store("a remote connection has no local view".into())),
             Backend::Folder(fk) => {
                 fk.refresh(&self.name)?;
                 let FolderKb { view, texts, .. } = fk;
@@ -516,12 +566,18 @@ pub struct GetOptions {
 impl Knowledge {
     /// The manifest TSV, whole or for one bundle.
     pub fn manifest(&self, bundle: Option<&str>) -> Result<Arc<str>, Error> {
+        if let Some(r) = &self.remote {
+            return r.manifest(bundle);
+        }
         let now = now_or(self.now);
         self.read(None, |view, _| view.manifest(bundle, now))
     }
 
     /// The snapshot digest and concept count.
     pub fn snapshot(&self) -> Result<(String, usize), Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::snapshot(r);
+        }
         self.read(None, |view, _| {
             Ok((view.model.snapshot(), view.model.concepts()))
         })
@@ -540,6 +596,12 @@ impl Knowledge {
         bundle: Option<&str>,
         expand: bool,
     ) -> Result<String, Error> {
+        if let Some(r) = &self.remote {
+            if query.trim().is_empty() {
+                return Err(Error::Refused("query must not be empty".into()));
+            }
+            return crate::remote::ops::search(r, query, k, bundle, expand);
+        }
         if query.trim().is_empty() {
             return Err(Error::Refused("query must not be empty".into()));
         }
@@ -559,6 +621,16 @@ impl Knowledge {
 
     /// Batched slices rendered with the `@@` framing (reference §4.3).
     pub fn get(&self, ids: &[String], opts: &GetOptions) -> Result<String, Error> {
+        if let Some(r) = &self.remote {
+            if ids.is_empty() {
+                return Err(Error::Refused("get needs at least one id".into()));
+            }
+            let (found, missing) = crate::remote::ops::get(r, ids, opts)?;
+            let f: Vec<(&str, &okfit_core::kb::slice::Slice)> =
+                found.iter().map(|(i, s)| (i.as_str(), s)).collect();
+            let m: Vec<&str> = missing.iter().map(String::as_str).collect();
+            return Ok(okfit_core::kb::slice::render(&f, &m));
+        }
         if ids.is_empty() {
             return Err(Error::Refused("get needs at least one id".into()));
         }
@@ -571,6 +643,9 @@ impl Knowledge {
 
     /// Batched slices, structured (ids found, ids missing).
     pub fn get_slices(&self, ids: &[String], opts: &GetOptions) -> Result<model::Fetched, Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::get(r, ids, opts);
+        }
         self.read(None, |view, body| {
             view.model
                 .get(ids, opts.section.as_deref(), &opts.slice, body)
@@ -584,8 +659,12 @@ impl Knowledge {
         bundle: &str,
         path: &str,
     ) -> Result<Option<(Vec<u8>, String)>, Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::read_source(r, bundle, path);
+        }
         let mut guard = self.lock();
         match &mut *guard {
+            Backend::Remote => Ok(None),
             Backend::Folder(fk) => {
                 fk.refresh(&self.name)?;
                 if bundle != self.name {
@@ -623,6 +702,9 @@ impl Knowledge {
 
     /// Every document `(bundle, path, hash)` in bundle and path order.
     pub fn list_sources(&self) -> Result<Vec<(String, String, String)>, Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::list_sources(r);
+        }
         self.read(None, |view, _| {
             let mut out = vec![];
             for b in view.model.bundles() {
@@ -687,6 +769,10 @@ impl Knowledge {
         let now = now_or(self.now);
         let mut guard = self.lock();
         match &mut *guard {
+            Backend::Remote => match &self.remote {
+                Some(r) => crate::remote::ops::commit(r, &changes, expected_revision),
+                None => Err(Error::Store("no remote connection".into()).into()),
+            },
             Backend::Store(sk) => sk.commit(&changes, compiled, expected_revision, now),
             Backend::Folder(fk) => {
                 if expected_revision.is_some() {
@@ -708,6 +794,9 @@ impl Knowledge {
         path: &str,
         text: &str,
     ) -> Result<Vec<String>, Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::diagnostics(r, bundle, path, text);
+        }
         let now = now_or(self.now);
         // A store has no okfit.toml: the OKF rules without a profile.
         let cfg =
@@ -1053,7 +1142,7 @@ pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_CHANGES: usize = 1000;
 
 /// A page of history (reference langonrock §5.2).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RevisionPage {
     /// Newest first.
     pub revisions: Vec<RevisionInfo>,
@@ -1129,6 +1218,9 @@ impl Knowledge {
     fn with_store<R>(&self, f: impl FnOnce(&mut StoreKb) -> Result<R, Error>) -> Result<R, Error> {
         let mut guard = self.lock();
         match &mut *guard {
+            Backend::Remote => Err(Error::Refused(
+                "gc and verify run where the store is: run them on the daemon's host with --data".into(),
+            )),
             Backend::Store(sk) => {
                 sk.refresh()?;
                 f(sk)
@@ -1141,6 +1233,14 @@ impl Knowledge {
 
     /// A page of retained revisions, newest first (limit 1..=100).
     pub fn history(&self, before: Option<&str>, limit: usize) -> Result<RevisionPage, Error> {
+        if let Some(r) = &self.remote {
+            if !(1..=100).contains(&limit) {
+                return Err(Error::Refused(
+                    "history limit must be an integer from 1 to 100".into(),
+                ));
+            }
+            return crate::remote::ops::history(r, before, limit);
+        }
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         if !(1..=100).contains(&limit) {
@@ -1191,6 +1291,9 @@ impl Knowledge {
     /// Publishes a retained revision's documents, byte for byte, as a new
     /// revision on top of `expected` (which must be the head).
     pub fn restore(&self, revision: &str, expected: &str) -> Result<Committed, CommitError> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::restore(r, revision, expected);
+        }
         self.store_only("restore")?;
         if !is_digest(revision) || !is_digest(expected) {
             return Err(Error::Refused(
@@ -1296,6 +1399,9 @@ impl Knowledge {
 
     /// The current head revision.
     pub fn head(&self) -> Result<Option<String>, Error> {
+        if let Some(r) = &self.remote {
+            return crate::remote::ops::head(r);
+        }
         self.with_store(|sk| Ok(sk.head.as_ref().map(|h| h.revision.clone())))
     }
 }

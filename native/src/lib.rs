@@ -12,6 +12,7 @@ pub mod kb;
 pub mod kbcli;
 pub mod mcp;
 pub mod project;
+pub mod remote;
 pub mod serve;
 pub mod sources;
 pub mod store;

@@ -98,7 +98,7 @@ pub struct CommitPlan {
 }
 
 /// A committed revision (reference langonrock §5).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RevisionInfo {
     /// Revision digest.
     pub revision: String,
