@@ -5,5 +5,6 @@
 #![warn(missing_docs)]
 
 pub mod generator;
+pub mod kbdata;
 pub mod measure;
 pub mod rng;

@@ -227,6 +227,9 @@ impl Remote {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         head.push_str("\r\n");
+        // One write: head and body leave together.
+        let mut message = head.into_bytes();
+        message.extend_from_slice(body);
         let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         // A kept-alive connection the server closed fails at once: retry
         // once on a fresh one.
@@ -238,10 +241,7 @@ impl Remote {
             let Some(stream) = guard.as_mut() else {
                 continue;
             };
-            let sent = stream
-                .write_all(head.as_bytes())
-                .and_then(|_| stream.write_all(body))
-                .and_then(|_| stream.flush());
+            let sent = stream.write_all(&message).and_then(|_| stream.flush());
             let r = match sent {
                 Ok(()) => read_reply(stream, method == "HEAD"),
                 Err(e) => Err(e),

@@ -332,6 +332,19 @@ pub async fn handle(
         rest,
         may_write,
     };
+    // Reads take well under a millisecond: answer them in place. Writes
+    // (a commit fsyncs) go to the blocking pool so readers keep flowing.
+    let reads = [
+        "manifest",
+        "snapshot",
+        "get",
+        "search",
+        "history",
+        "diagnostics",
+    ];
+    if reads.contains(&req.verb.as_str()) || (req.verb == "source" && req.method == Method::GET) {
+        return answer(&kb, &tenant, req);
+    }
     tokio::task::spawn_blocking(move || answer(&kb, &tenant, req))
         .await
         .unwrap_or_else(|e| text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))

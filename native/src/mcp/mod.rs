@@ -545,6 +545,17 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        // Over a daemon a call is one short round trip: answer in place
+        // rather than hopping to the blocking pool.
+        let remote = self.kb.fixed.as_ref().is_some_and(|k| {
+            matches!(
+                k.dsn(),
+                crate::dsn::Dsn::Unix { .. } | crate::dsn::Dsn::Http { .. }
+            )
+        });
+        if remote {
+            return self.call(&name, request.arguments).map(Into::into);
+        }
         let r = off_thread(self, &context, move |s| s.call(&name, request.arguments)).await?;
         r.map(Into::into)
     }

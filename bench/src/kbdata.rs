@@ -1,0 +1,107 @@
+//! Store tenants for the knowledge benchmarks: generated once under
+//! `bench/out/kb/`, in bundles of 500 concepts.
+
+use crate::generator::{self, GenParams};
+use okfit::kb::{Change, Knowledge, Pre};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Concepts per generated bundle.
+pub const BUNDLE: usize = 500;
+
+/// `bench/out/kb`.
+pub fn out_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("out")
+        .join("kb")
+}
+
+/// The embedded connection of tenant `t<n>`.
+pub fn dsn(n: usize) -> String {
+    format!("okf://{}?tenant=t{n}", out_dir().join("data").display())
+}
+
+/// This process's peak RSS in MB (`VmHWM`; 0 where unavailable).
+pub fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn collect(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let r = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.file_type()?.is_dir() {
+            collect(&e.path(), &r, out)?;
+        } else if name.ends_with(".md") {
+            out.push((r, std::fs::read(e.path())?));
+        }
+    }
+    Ok(())
+}
+
+/// Builds tenant `t<n>` once (a marker records what it holds).
+pub fn setup(n: usize) -> Result<(), String> {
+    let marker = out_dir().join(format!("t{n}.ready"));
+    let stamp = format!(
+        "{} bundles of {BUNDLE}, {}",
+        n / BUNDLE,
+        GenParams::new(BUNDLE, 5).stamp()
+    );
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+    let t = Instant::now();
+    let tenant_dir = out_dir().join("data").join("tenants").join(format!("t{n}"));
+    let _ = std::fs::remove_dir_all(&tenant_dir);
+    let src = out_dir().join(format!("src{n}"));
+    let mut changes = vec![];
+    for b in 0..n / BUNDLE {
+        let mut p = GenParams::new(BUNDLE, 5);
+        p.seed = 42 + b as u64;
+        let dir = src.join(format!("b{b:02}"));
+        generator::generate(&dir, &p).map_err(|e| e.to_string())?;
+        let mut docs = vec![];
+        collect(&dir.join(generator::BUNDLE_DIR), "", &mut docs).map_err(|e| e.to_string())?;
+        for (path, bytes) in docs {
+            changes.push(Change {
+                bundle: format!("b{b:02}"),
+                path,
+                content: Some(bytes),
+                pre: Pre::Any,
+            });
+        }
+    }
+    let kb = Knowledge::open(&dsn(n)).map_err(|e| e.to_string())?;
+    kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
+    std::fs::write(&marker, stamp).map_err(|e| e.to_string())?;
+    eprintln!("built tenant t{n} in {:.1} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The median.
+pub fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The 95th percentile.
+pub fn p95(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(v.len() * 95 / 100).min(v.len() - 1)]
+}
