@@ -79,7 +79,8 @@ enum Command {
 /// Arguments of `okfit mcp` and `okfit-mcp`.
 #[derive(Args, Debug)]
 pub struct McpArgs {
-    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t);
+    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t,
+    /// okf+unix:///path.sock?tenant=t, okf+https://host:port?token=...);
     /// without one the server serves the project's bundle (OKFIT_PROJECT_DIR,
     /// else CLAUDE_PROJECT_DIR, else the working directory).
     pub connection: Option<String>,

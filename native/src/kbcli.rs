@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 /// Which knowledge a command works on.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ConnArgs {
-    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t).
+    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t,
+    /// okf+unix:///path.sock?tenant=t, okf+https://host:port?token=...).
     #[arg(long, short = 'c', value_name = "DSN")]
     pub connection: Option<String>,
     /// Data root of the embedded store (default: OKFIT_DATA, else the platform data directory).
