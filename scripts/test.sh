@@ -40,6 +40,8 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 say "npm ci (tests/node)"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+say "build the Node addon (scripts/build-node.sh)"
+scripts/build-node.sh 2>&1 | tee -a "$log" || status=$?
 say "node --test (tests/node)"
 (cd tests/node && OKFIT_MCP_BIN="$PWD/../../target/debug/okfit-mcp" node --test 2>&1) | tee -a "$log" || status=$?
 

@@ -412,3 +412,33 @@ fn database(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> 
         }
     }
 }
+
+/// [`call`] for callers without an MCP server in front (the Node
+/// `Connection`): the arguments are checked against the tool's schema
+/// first; `Err` is the -32602 message.
+pub fn call_checked(
+    kb: &Knowledge,
+    name: &str,
+    args: &Value,
+) -> Result<Result<String, String>, String> {
+    use std::sync::OnceLock;
+    type Checks = Vec<(&'static str, Value, jsonschema::Validator)>;
+    static CHECKS: OnceLock<Checks> = OnceLock::new();
+    let checks = CHECKS.get_or_init(|| {
+        READ_TOOLS
+            .iter()
+            .chain(WRITE_TOOLS.iter())
+            .chain(DATABASE_TOOLS.iter())
+            .filter_map(|d| {
+                let schema = (d.schema)();
+                let v = jsonschema::validator_for(&schema).ok()?;
+                Some((d.name, schema, v))
+            })
+            .collect()
+    });
+    let Some((_, schema, validator)) = checks.iter().find(|(n, _, _)| *n == name) else {
+        return Err(format!("tool not found: {}", crate::error::truncate(name)));
+    };
+    super::check_args(name, schema, validator, args)?;
+    Ok(call(kb, name, args))
+}

@@ -54,6 +54,63 @@ fn instance_path(pointer: &str) -> String {
     out
 }
 
+/// Checks a tool's arguments against its schema before the handler runs:
+/// `Err` is the -32602 message in the seed's wording.
+pub fn check_args(
+    name: &str,
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    args: &Value,
+) -> Result<(), String> {
+    let mut problems: Vec<String> = vec![];
+    if let (Value::Object(given), Some(Value::Object(props))) = (args, schema.get("properties")) {
+        let unknown: Vec<&str> = given
+            .keys()
+            .filter(|k| !props.contains_key(*k))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            let accepted: Vec<&str> = props.keys().map(String::as_str).collect();
+            problems.push(format!(
+                "Unrecognized parameter(s): {} (accepted: {})",
+                unknown.join(", "),
+                if accepted.is_empty() {
+                    "none".to_string()
+                } else {
+                    accepted.join(", ")
+                }
+            ));
+        }
+    }
+    for e in validator.iter_errors(args) {
+        let msg = e.to_string();
+        if msg.contains("Additional properties are not allowed") && !problems.is_empty() {
+            continue;
+        }
+        let msg = match e.kind() {
+            jsonschema::error::ValidationErrorKind::Pattern { pattern } => {
+                format!("Invalid string: must match pattern /{pattern}/")
+            }
+            _ => msg,
+        };
+        let at = instance_path(&e.instance_path().to_string());
+        problems.push(if at.is_empty() {
+            msg
+        } else {
+            format!("{msg} at {at}")
+        });
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Input validation error: Invalid arguments for tool {}: {}",
+            name,
+            problems.join("; ")
+        ))
+    }
+}
+
 /// Which group of the catalogue a tool belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
@@ -302,59 +359,6 @@ impl Server {
             .collect()
     }
 
-    /// Checks arguments against the tool's schema: `Err` is the -32602 message.
-    fn check_args(&self, c: &Compiled, args: &Value) -> Result<(), String> {
-        let mut problems: Vec<String> = vec![];
-        if let (Value::Object(given), Some(Value::Object(props))) =
-            (args, c.schema.get("properties"))
-        {
-            let unknown: Vec<&str> = given
-                .keys()
-                .filter(|k| !props.contains_key(*k))
-                .map(String::as_str)
-                .collect();
-            if !unknown.is_empty() {
-                let accepted: Vec<&str> = props.keys().map(String::as_str).collect();
-                problems.push(format!(
-                    "Unrecognized parameter(s): {} (accepted: {})",
-                    unknown.join(", "),
-                    if accepted.is_empty() {
-                        "none".to_string()
-                    } else {
-                        accepted.join(", ")
-                    }
-                ));
-            }
-        }
-        for e in c.validator.iter_errors(args) {
-            let msg = e.to_string();
-            if msg.contains("Additional properties are not allowed") && !problems.is_empty() {
-                continue;
-            }
-            let msg = match e.kind() {
-                jsonschema::error::ValidationErrorKind::Pattern { pattern } => {
-                    format!("Invalid string: must match pattern /{pattern}/")
-                }
-                _ => msg,
-            };
-            let at = instance_path(&e.instance_path().to_string());
-            problems.push(if at.is_empty() {
-                msg
-            } else {
-                format!("{msg} at {at}")
-            });
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "Input validation error: Invalid arguments for tool {}: {}",
-                c.def.name,
-                problems.join("; ")
-            ))
-        }
-    }
-
     /// Runs a tool call to completion (shared with the Node addon).
     pub fn call(
         &self,
@@ -368,7 +372,7 @@ impl Server {
             ));
         };
         let args = Value::Object(args.unwrap_or_default());
-        self.check_args(c, &args)
+        check_args(c.def.name, &c.schema, &c.validator, &args)
             .map_err(|m| ErrorData::invalid_params(m, None))?;
         if matches!(c.group, Group::Knowledge | Group::Write | Group::Database) {
             let out = self
