@@ -1160,7 +1160,7 @@ fn is_digest(s: &str) -> bool {
 impl Knowledge {
     fn store_only(&self, what: &str) -> Result<(), Error> {
         match self.dsn {
-            Dsn::Store { .. } => Ok(()),
+            Dsn::Store { .. } | Dsn::Unix { .. } | Dsn::Http { .. } => Ok(()),
             _ => Err(Error::Refused(format!(
                 "{what} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
             ))),

@@ -256,10 +256,17 @@ impl Remote {
                 Err(e) => {
                     *guard = None;
                     if fresh || attempt == 1 {
-                        return Err(Error::Io(format!(
-                            "okfit serve at {} closed the connection ({e})",
-                            self.describe()
-                        )));
+                        let tls = e
+                            .get_ref()
+                            .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
+                        return Err(Error::Io(if tls {
+                            format!("tls with {}: {e}", self.describe())
+                        } else {
+                            format!(
+                                "okfit serve at {} closed the connection ({e})",
+                                self.describe()
+                            )
+                        }));
                     }
                 }
             }

@@ -716,6 +716,21 @@ impl Model {
         now: Instant,
         body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
     ) -> Result<String, String> {
+        self.search_with(index, query, k, bundle, true, now, body)
+    }
+
+    /// [`Model::search`], with the one-hop expansion optional.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search_with(
+        &self,
+        index: &Index,
+        query: &str,
+        k: usize,
+        bundle: Option<&str>,
+        expand: bool,
+        now: Instant,
+        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
+    ) -> Result<String, String> {
         self.check_bundle(bundle)?;
         let keep = |s: u32| {
             self.entry(s)
@@ -728,7 +743,11 @@ impl Model {
             .map(|(s, _)| s)
             .collect();
         let links_of = |s: u32| self.links_of(s);
-        let linked = search::expand(&direct, &links_of, &keep, k, &id_of);
+        let linked = if expand {
+            search::expand(&direct, &links_of, &keep, k, &id_of)
+        } else {
+            vec![]
+        };
         let mut out = String::new();
         self.preamble(&mut out);
         if let Some(b) = bundle {

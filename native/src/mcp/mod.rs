@@ -251,9 +251,14 @@ impl Server {
                 continue;
             };
             if *group == Group::Database
-                && !fixed
-                    .as_ref()
-                    .is_some_and(|k| matches!(k.dsn(), crate::dsn::Dsn::Store { .. }))
+                && !fixed.as_ref().is_some_and(|k| {
+                    matches!(
+                        k.dsn(),
+                        crate::dsn::Dsn::Store { .. }
+                            | crate::dsn::Dsn::Unix { .. }
+                            | crate::dsn::Dsn::Http { .. }
+                    )
+                })
             {
                 return Err(Error::Usage(format!(
                     "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
