@@ -405,8 +405,11 @@ impl Server {
 
     /// The index resource and one resource per concept.
     fn resources(&self) -> Vec<Resource> {
+        // The manifest's description needs the advice, which may open the
+        // project: compute it before taking the bundle's lock.
+        let manifest = self.manifest_resource();
         if !self.project_mode {
-            return vec![self.manifest_resource()];
+            return vec![manifest];
         }
         let mut out = vec![];
         let mut live = self.live();
@@ -424,7 +427,8 @@ impl Server {
                 out.push(r);
             }
         }
-        out.push(self.manifest_resource());
+        drop(live);
+        out.push(manifest);
         out
     }
 
