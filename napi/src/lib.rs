@@ -36,6 +36,7 @@ pub struct ServerOptions {
 #[napi]
 pub struct NativeServer {
     server: Server,
+    options: Options,
 }
 
 /// Creates a server over `connection` (none: project mode), with an
@@ -56,7 +57,10 @@ pub fn create_native_server(
     };
     let start = okfit::discover::env_start();
     let server = Server::with_options(start, &opts).map_err(err)?;
-    Ok(NativeServer { server })
+    Ok(NativeServer {
+        server,
+        options: opts,
+    })
 }
 
 /// One client session: JSON-RPC messages in through `send`, out through
@@ -104,11 +108,12 @@ impl NativeServer {
     #[napi]
     pub async fn serve_stdio(&self) -> Result<i32> {
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let opts = self.options.clone();
         // The server runs its own runtime: give it a thread of its own.
         std::thread::spawn(move || {
-            let _ = tx.send(okfit::mcp::serve_stdio());
+            let _ = tx.send(okfit::mcp::serve_stdio_with(&opts));
         });
-        rx.await.map_err(err)
+        rx.await.map_err(err)?.map_err(err)
     }
 }
 

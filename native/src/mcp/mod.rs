@@ -194,7 +194,12 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
     let names = if opts.read_only {
         names
             .into_iter()
-            .filter(|n| !cat.iter().any(|(d, g)| d.name == *n && *g == Group::Write))
+            .filter(|n| {
+                !cat.iter().any(|(d, g)| {
+                    d.name == *n
+                        && (*g == Group::Write || (*g == Group::Database && d.name != "history"))
+                })
+            })
             .collect()
     } else {
         names
