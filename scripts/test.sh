@@ -40,6 +40,19 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 say "npm ci (tests/node)"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+say "build @okfit/wasm (scripts/build-wasm.sh)"
+scripts/build-wasm.sh 2>&1 | tee -a "$log" || status=$?
+# The browser test drives Debian's Chromium with playwright-core.
+if ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "apt-get install chromium (browser test)"
+    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+      || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends chromium >/dev/null 2>&1; } \
+      || { say "could not install chromium"; status=1; }
+  else
+    say "chromium is needed for the browser test: install Debian's chromium package" && status=1
+  fi
+fi
 say "build the Node addon (scripts/build-node.sh)"
 scripts/build-node.sh 2>&1 | tee -a "$log" || status=$?
 say "node --test (tests/node)"
