@@ -76,8 +76,8 @@ export interface Diagnostic {
   code: string;
   severity: 'error' | 'warning' | 'info';
   message: string;
-  source: string;
-  range?: { start: { line: number; character: number }; end: { line: number; character: number } };
+  source: 'core.conformance' | 'core.lint' | 'profile';
+  range?: { offset: number; length: number; line: number; character: number };
 }
 
 export interface Report {

@@ -8,12 +8,13 @@ export interface Document {
 }
 
 export interface Diagnostic {
-  source: 'conformance' | 'lint' | 'profile';
+  source: 'core.conformance' | 'core.lint' | 'profile';
   file: string;
   code: string;
   severity: 'error' | 'warning' | 'info';
   message: string;
-  range?: { start: { line: number; character: number }; end: { line: number; character: number } };
+  /** UTF-16 offset and length in the file; zero-based line and character of the start. */
+  range?: { offset: number; length: number; line: number; character: number };
 }
 
 /** The JSON envelope of `okfit validate --format json` (schema 1). */

@@ -10,58 +10,100 @@ use okfit_core::kb::{compile, model::Model};
 use okfit_core::report::{self, Meta};
 use okfit_core::time::{self, Instant};
 use serde_json::{json, Value};
+
 use wasm_bindgen::prelude::*;
 
 fn to_js(v: &Value) -> Result<JsValue, JsError> {
     js_sys::JSON::parse(&v.to_string()).map_err(|_| JsError::new("okfit: cannot build the result"))
 }
 
-fn from_js(v: &JsValue, what: &str) -> Result<Value, JsError> {
-    if v.is_undefined() || v.is_null() {
-        return Ok(Value::Null);
-    }
-    let s = js_sys::JSON::stringify(v)
-        .map_err(|_| JsError::new(&format!("{what} must be a plain object")))?;
-    let s: String = s.into();
-    serde_json::from_str(&s).map_err(|e| JsError::new(&format!("{what}: {e}")))
+fn get(obj: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// `documents: [{path, text}]` from a JS value.
-fn documents(v: &Value) -> Result<Vec<(String, String)>, JsError> {
-    let Some(arr) = v.as_array() else {
-        return Err(JsError::new(
-            "documents must be an array of {path, text} objects",
-        ));
+/// Checks a document path: relative, forward slashes, inside the bundle.
+fn checked_path(i: usize, p: &str) -> Result<String, JsError> {
+    let bad = |why: &str| {
+        Err(JsError::new(&format!(
+            "documents[{i}].path \"{}\" {why}",
+            p.replace('\0', "\\0")
+        )))
     };
-    let mut out = Vec::with_capacity(arr.len());
+    if p.contains('\0') {
+        return bad("contains a NUL character");
+    }
+    if p.contains('\\') {
+        return bad("must use forward slashes only");
+    }
+    if p.starts_with('/') {
+        return bad("must be relative to the bundle root");
+    }
+    match okfit_core::paths::normalize(p.trim_start_matches("./")) {
+        Some(n) if !n.is_empty() && n != "." => Ok(n),
+        Some(_) => bad("names no file"),
+        None => bad("must be a relative path inside the bundle"),
+    }
+}
+
+/// `documents: [{path, text}]` from a JS value (lone surrogates in text
+/// become U+FFFD, as a browser's encoder would write them).
+fn documents(v: &JsValue, what: &str) -> Result<Vec<(String, String, JsValue)>, JsError> {
+    documents_keyed(v, what, false)
+}
+
+/// [`documents`], where `per_bundle` makes a path unique per `bundle`.
+fn documents_keyed(
+    v: &JsValue,
+    what: &str,
+    per_bundle: bool,
+) -> Result<Vec<(String, String, JsValue)>, JsError> {
+    if !js_sys::Array::is_array(v) {
+        return Err(JsError::new(&format!(
+            "{what} must be an array of {{path, text}} objects"
+        )));
+    }
+    let arr = js_sys::Array::from(v);
+    let mut out: Vec<(String, String, JsValue)> = Vec::with_capacity(arr.length() as usize);
+    let mut seen = std::collections::HashSet::new();
     for (i, d) in arr.iter().enumerate() {
-        let (Some(p), Some(t)) = (
-            d.get("path").and_then(Value::as_str),
-            d.get("text").and_then(Value::as_str),
-        ) else {
+        let (Some(p), Some(t)) = (get(&d, "path").as_string(), get(&d, "text").as_string()) else {
             return Err(JsError::new(&format!(
-                "documents[{i}] must be {{path: string, text: string}}"
+                "{what}[{i}] must be {{path: string, text: string}}"
             )));
         };
-        let norm = okfit_core::paths::normalize(p.trim_start_matches("./")).ok_or_else(|| {
-            JsError::new(&format!(
-                "documents[{i}].path \"{p}\" must be a relative path inside the bundle"
-            ))
-        })?;
-        out.push((norm, t.to_string()));
+        let norm = checked_path(i, &p)?;
+        let key = if per_bundle {
+            format!(
+                "{}\0{norm}",
+                get(&d, "bundle").as_string().unwrap_or_default()
+            )
+        } else {
+            norm.clone()
+        };
+        if !seen.insert(key) {
+            return Err(JsError::new(&format!(
+                "{what}[{i}].path \"{p}\" was given more than once"
+            )));
+        }
+        out.push((norm, t, d));
     }
     Ok(out)
 }
 
-fn now_of(v: &Value) -> Result<Instant, JsError> {
-    match v.get("now").and_then(Value::as_str) {
-        Some(s) => time::parse_now(s).map_err(|_| {
-            JsError::new(&format!(
-                "now must be an ISO 8601 instant with an explicit offset, for example 2026-09-06T00:00:00Z (got \"{s}\")"
-            ))
-        }),
-        None => Ok(Instant(js_sys::Date::now() as i64)),
+fn now_from(v: &JsValue) -> Result<Instant, JsError> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(Instant(js_sys::Date::now() as i64));
     }
+    let Some(s) = v.as_string() else {
+        return Err(JsError::new(
+            "now must be a string: an ISO 8601 instant with an explicit offset",
+        ));
+    };
+    time::parse_now(&s).map_err(|_| {
+        JsError::new(&format!(
+            "now must be an ISO 8601 instant with an explicit offset, for example 2026-09-06T00:00:00Z (got \"{s}\")"
+        ))
+    })
 }
 
 /// `validate({documents, config?, now?})`: the JSON envelope of
@@ -69,16 +111,28 @@ fn now_of(v: &Value) -> Result<Instant, JsError> {
 /// the bundle root; `.md` files are documents, other paths are assets).
 #[wasm_bindgen]
 pub fn validate(options: JsValue) -> Result<JsValue, JsError> {
-    let o = from_js(&options, "options")?;
-    let docs = documents(o.get("documents").unwrap_or(&Value::Null))?;
-    let cfg_text = match o.get("config") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return Err(JsError::new("config must be the text of an okfit.toml")),
+    if !options.is_object() {
+        return Err(JsError::new(
+            "documents must be an array of {path, text} objects: validate({documents, config?, now?})",
+        ));
+    }
+    let docs: Vec<(String, String)> = documents(&get(&options, "documents"), "documents")?
+        .into_iter()
+        .map(|(p, t, _)| (p, t))
+        .collect();
+    let cfg_js = get(&options, "config");
+    let cfg_text = if cfg_js.is_undefined() || cfg_js.is_null() {
+        None
+    } else {
+        Some(
+            cfg_js
+                .as_string()
+                .ok_or_else(|| JsError::new("config must be the text of an okfit.toml"))?,
+        )
     };
-    let cfg = config::resolve(cfg_text)
+    let cfg = config::resolve(cfg_text.as_deref())
         .map_err(|e| JsError::new(&format!("malformed config okfit.toml: {e}")))?;
-    let now = now_of(&o)?;
+    let now = now_from(&get(&options, "now"))?;
     let popts = ParseOptions {
         config: &cfg,
         now: Some(now),
@@ -109,8 +163,21 @@ pub fn validate(options: JsValue) -> Result<JsValue, JsError> {
 /// frontmatter, the concept model, outgoing links and the findings that
 /// need no other file.
 #[wasm_bindgen(js_name = parseConcept)]
-pub fn parse_concept(text: &str, path: Option<String>) -> Result<JsValue, JsError> {
-    let path = path.unwrap_or_else(|| "concept.md".into());
+pub fn parse_concept(text: JsValue, path: JsValue) -> Result<JsValue, JsError> {
+    let Some(text) = text.as_string() else {
+        return Err(JsError::new(
+            "parseConcept(text, path?) needs the text as a string",
+        ));
+    };
+    let text = text.as_str();
+    let path = if path.is_undefined() || path.is_null() {
+        "concept.md".to_string()
+    } else {
+        let p = path
+            .as_string()
+            .ok_or_else(|| JsError::new("parseConcept(text, path?): path must be a string"))?;
+        checked_path(0, &p)?
+    };
     let cfg = config::Config::default();
     let popts = ParseOptions {
         config: &cfg,
@@ -130,7 +197,11 @@ pub fn parse_concept(text: &str, path: Option<String>) -> Result<JsValue, JsErro
             "status": c.status_or_stable(),
             "tags": c.tags,
             "stale_after": c.stale_after.map(time::format_millis),
-            "trust_tier": format!("{:?}", c.trust_tier()).to_lowercase(),
+            "trust_tier": match c.trust_tier() {
+                okfit_core::doc::TrustTier::Unverified => "unverified",
+                okfit_core::doc::TrustTier::MachineConfirmed => "machine-confirmed",
+                okfit_core::doc::TrustTier::HumanReviewed => "human-reviewed",
+            },
             "body_sha256": c.body_digest_hex(),
             "frontmatter": c.frontmatter,
         })
@@ -158,36 +229,35 @@ pub fn parse_concept(text: &str, path: Option<String>) -> Result<JsValue, JsErro
     }))
 }
 
-/// `manifest(documents, tenant?)`: the manifest TSV of these documents,
-/// one bundle per first path segment when `bundle` is not given per
-/// document (`{path, text, bundle?}`).
+/// `manifest(documents, tenant?)`: the manifest TSV of these documents
+/// (`{path, text, bundle?}`; the bundle defaults to `bundle`, the tenant to
+/// `preview`). Names follow the store's rules.
 #[wasm_bindgen]
-pub fn manifest(documents_in: JsValue, tenant: Option<String>) -> Result<String, JsError> {
-    let v = from_js(&documents_in, "documents")?;
-    let Some(arr) = v.as_array() else {
-        return Err(JsError::new(
-            "documents must be an array of {path, text, bundle?} objects",
-        ));
+pub fn manifest(documents_in: JsValue, tenant: JsValue) -> Result<String, JsError> {
+    use okfit_core::kb::names;
+    let tenant = if tenant.is_undefined() || tenant.is_null() {
+        "preview".to_string()
+    } else {
+        tenant
+            .as_string()
+            .ok_or_else(|| JsError::new("manifest(documents, tenant?): tenant must be a string"))?
     };
-    let tenant = tenant.unwrap_or_else(|| "preview".into());
+    names::check_tenant(&tenant).map_err(|e| JsError::new(&e))?;
+    let docs = documents_keyed(&documents_in, "documents", true)?;
     let mut m = Model::new(&tenant);
-    for (i, d) in arr.iter().enumerate() {
-        let (Some(p), Some(t)) = (
-            d.get("path").and_then(Value::as_str),
-            d.get("text").and_then(Value::as_str),
-        ) else {
-            return Err(JsError::new(&format!(
-                "documents[{i}] must be {{path: string, text: string}}"
-            )));
+    for (i, (p, t, d)) in docs.iter().enumerate() {
+        let b = get(d, "bundle");
+        let bundle = if b.is_undefined() || b.is_null() {
+            "bundle".to_string()
+        } else {
+            b.as_string()
+                .ok_or_else(|| JsError::new(&format!("documents[{i}].bundle must be a string")))?
         };
-        let bundle = d
-            .get("bundle")
-            .and_then(Value::as_str)
-            .unwrap_or("bundle")
-            .to_string();
+        names::check_bundle(&bundle).map_err(|e| JsError::new(&format!("documents[{i}]: {e}")))?;
         if !p.ends_with(".md") {
             continue;
         }
+        names::check_path(p).map_err(|e| JsError::new(&format!("documents[{i}]: {e}")))?;
         let c = compile::compile(p, t);
         m.upsert(&bundle, p, "", c);
     }
