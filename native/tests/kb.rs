@@ -15,6 +15,9 @@
 //! asserts how fast anything is. Contract: SPEC §3, §5, §6; reference
 //! `langonrock.md` §1.1, §3.6, §4.1–§4.4, §9.
 
+mod common;
+
+use common::Out;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -61,75 +64,8 @@ const CATALOGUE: [&str; 10] = [
 // Sandbox and CLI harness
 // ------------------------------------------------------------------------
 
-/// What one run of a binary produced.
-struct Out {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Out {
-    /// stdout as text (it must be UTF-8).
-    fn text(&self) -> String {
-        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
-    }
-
-    #[track_caller]
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(
-            self.code,
-            code,
-            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&self.stdout),
-            self.stderr
-        );
-        self
-    }
-
-    #[track_caller]
-    fn ok(&self) -> String {
-        self.expect_code(0);
-        self.text()
-    }
-}
-
-/// Runs a command to completion with piped output, failing on a hang.
-fn finish(mut cmd: Command) -> Out {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn the binary");
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        so.read_to_end(&mut b).unwrap();
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        se.read_to_end(&mut b).unwrap();
-        b
-    });
-    let deadline = Instant::now() + HANG;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the binary did not finish within {HANG:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stdout = t_out.join().unwrap();
-    let stderr = String::from_utf8(t_err.join().unwrap()).expect("stderr is UTF-8");
-    Out {
-        code: status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-    }
+fn finish(cmd: Command) -> Out {
+    common::run(cmd, None, HANG)
 }
 
 /// The fixture folder `tests/fixtures/kb-native/<name>`.

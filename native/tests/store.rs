@@ -16,7 +16,10 @@
 //! Contract: SPEC §4, §5; reference `langonrock.md` §3.1, §4.5–§4.7, §5,
 //! §9 (mcp, mcp-commit, history).
 
+mod common;
+
 use base64::Engine as _;
+use common::Out;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -49,45 +52,6 @@ const DATABASE_CHANGED: &str = "database changed: re-read the revision and docum
 // ------------------------------------------------------------------------
 // Processes
 // ------------------------------------------------------------------------
-
-/// What one run of a binary produced.
-struct Out {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Out {
-    fn text(&self) -> String {
-        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
-    }
-
-    #[track_caller]
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(
-            self.code,
-            code,
-            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&self.stdout),
-            self.stderr
-        );
-        self
-    }
-
-    /// stdout of a successful run.
-    #[track_caller]
-    fn ok(&self) -> String {
-        self.expect_code(0);
-        self.text()
-    }
-
-    /// stdout of a successful run, parsed as one JSON value.
-    #[track_caller]
-    fn json(&self) -> Value {
-        let t = self.ok();
-        serde_json::from_str(t.trim_end()).unwrap_or_else(|e| panic!("not JSON ({e}): {t}"))
-    }
-}
 
 /// Starts a command with piped output and, when given, bytes on stdin.
 fn spawn(mut cmd: Command, stdin: Option<Vec<u8>>) -> (Child, Option<std::thread::JoinHandle<()>>) {

@@ -1,0 +1,108 @@
+//! Process harness shared by the knowledge, store and daemon tests: run a
+//! binary to completion (failing on a hang) and look at what it printed.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one run of a binary produced.
+#[derive(Debug)]
+pub struct Out {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// stdout, raw.
+    pub stdout: Vec<u8>,
+    /// stderr as text.
+    pub stderr: String,
+}
+
+impl Out {
+    /// stdout as text (it must be UTF-8).
+    pub fn text(&self) -> String {
+        String::from_utf8(self.stdout.clone()).expect("stdout is UTF-8")
+    }
+
+    /// Asserts the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            code,
+            "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&self.stdout),
+            self.stderr
+        );
+        self
+    }
+
+    /// stdout of a successful run.
+    #[track_caller]
+    pub fn ok(&self) -> String {
+        self.expect_code(0);
+        self.text()
+    }
+
+    /// stdout of a successful run, parsed as one JSON value.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        let t = self.ok();
+        serde_json::from_str(t.trim_end()).unwrap_or_else(|e| panic!("not JSON ({e}): {t}"))
+    }
+}
+
+/// Runs `cmd` to completion with `input` on stdin (none: stdin closed),
+/// reading both streams concurrently; panics when it outlives `hang`.
+pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn the binary");
+    let t_in = input.map(|input| {
+        let mut si = child.stdin.take().expect("piped stdin");
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = si.write_all(&input);
+        })
+    });
+    let mut so = child.stdout.take().expect("piped stdout");
+    let mut se = child.stderr.take().expect("piped stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        so.read_to_end(&mut b).expect("read stdout");
+        b
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        se.read_to_end(&mut b).expect("read stderr");
+        b
+    });
+    let deadline = Instant::now() + hang;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for the binary") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the binary did not finish within {hang:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if let Some(t) = t_in {
+        let _ = t.join();
+    }
+    let stdout = t_out.join().expect("stdout reader");
+    let stderr = String::from_utf8(t_err.join().expect("stderr reader")).expect("stderr is UTF-8");
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
