@@ -227,26 +227,12 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// JavaScript's `\s` class, which the recorded digests were computed with
-/// (it differs from Unicode White_Space at U+0085 and U+FEFF).
-fn is_js_space(c: char) -> bool {
-    matches!(
-        c,
-        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
-}
-
 /// The body digest of reference §8.1: line endings normalised to `\n`,
 /// trailing whitespace removed, SHA-256.
 pub fn body_digest(body: &str) -> [u8; 32] {
-    let trimmed = body.trim_end_matches(is_js_space);
+    // JavaScript's `\s`, which the recorded digests were computed with (it
+    // differs from Unicode White_Space at U+0085 and U+FEFF).
+    let trimmed = body.trim_end_matches(crate::kb::text::is_js_whitespace);
     let mut h = Sha256::new();
     if !trimmed.contains('\r') {
         h.update(trimmed.as_bytes());

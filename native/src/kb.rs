@@ -436,45 +436,34 @@ impl Knowledge {
                         "{dsn}: a socket connection needs ?tenant= (or a token that names one)"
                     )));
                 }
-                let r = crate::remote::Remote::new(
+                return Knowledge::remote(
+                    &dsn,
                     crate::remote::Target::Unix(socket.clone()),
-                    tenant.clone(),
-                    token.clone(),
-                )?;
-                return Ok(Knowledge {
-                    name: tenant.clone().unwrap_or_default(),
-                    dsn: dsn.clone(),
-                    now: None,
-                    inner: Mutex::new(Backend::Remote),
-                    remote: Some(r),
-                });
+                    tenant,
+                    token,
+                );
             }
             Dsn::Http {
                 origin,
                 tenant,
                 token,
             } => {
-                let tls = origin.starts_with("https://");
-                let hostport = origin.split_once("://").map_or(origin.as_str(), |x| x.1);
-                let (host, port) = match hostport.rsplit_once(':') {
-                    Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
-                        (h.to_string(), p.parse::<u16>().unwrap_or(if tls { 443 } else { 80 }))
-                    }
-                    _ => (hostport.to_string(), if tls { 443 } else { 80 }),
-                };
-                let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-                let r = crate::remote::Remote::new(
+                let url = url::Url::parse(origin)
+                    .map_err(|_| Error::Usage(format!("invalid dsn \"{dsn}\"")))?;
+                let host = url
+                    .host_str()
+                    .unwrap_or_default()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_string();
+                let tls = url.scheme() == "https";
+                let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+                return Knowledge::remote(
+                    &dsn,
                     crate::remote::Target::Tcp { host, port, tls },
-                    tenant.clone(),
-                    token.clone(),
-                )?;
-                return Ok(Knowledge {
-                    name: tenant.clone().unwrap_or_default(),
-                    dsn: dsn.clone(),
-                    now: None,
-                    inner: Mutex::new(Backend::Remote),
-                    remote: Some(r),
-                });
+                    tenant,
+                    token,
+                );
             }
         };
         Ok(Knowledge {
@@ -483,6 +472,25 @@ impl Knowledge {
             now: None,
             inner: Mutex::new(backend),
             remote: None,
+        })
+    }
+
+    fn remote(
+        dsn: &Dsn,
+        target: crate::remote::Target,
+        tenant: &Option<String>,
+        token: &Option<String>,
+    ) -> Result<Knowledge, Error> {
+        Ok(Knowledge {
+            name: tenant.clone().unwrap_or_default(),
+            dsn: dsn.clone(),
+            now: None,
+            inner: Mutex::new(Backend::Remote),
+            remote: Some(crate::remote::Remote::new(
+                target,
+                tenant.clone(),
+                token.clone(),
+            )?),
         })
     }
 

@@ -498,10 +498,21 @@ impl SqliteStore {
 
     /// Undoes, newest first, the changes made after revision `seq`.
     fn undo_after(tx: &Connection, state: &mut State, seq: i64) -> rusqlite::Result<()> {
+        Self::undo_between(tx, state, seq, i64::MAX)
+    }
+
+    /// Undoes, newest first, the changes of the revisions after `from` up
+    /// to and including `to`.
+    fn undo_between(
+        tx: &Connection,
+        state: &mut State,
+        from: i64,
+        to: i64,
+    ) -> rusqlite::Result<()> {
         let mut st = tx.prepare_cached(
-            "SELECT bundle, path, old FROM changes WHERE seq > ?1 ORDER BY seq DESC",
+            "SELECT bundle, path, old FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq DESC",
         )?;
-        let rows = st.query_map([seq], |r| {
+        let rows = st.query_map([from, to], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -795,27 +806,7 @@ impl Storage for SqliteStore {
         for (i, (seq, info)) in revs.iter().enumerate() {
             if i > 0 {
                 // Step back from the newer revision to this one.
-                let newer = revs[i - 1].0;
-                let mut st =
-                    tx.prepare_cached("SELECT bundle, path, old FROM changes WHERE seq = ?1")?;
-                let rows = st.query_map([newer], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                    ))
-                })?;
-                for row in rows {
-                    let (b, p, old) = row?;
-                    match old {
-                        Some(h) => {
-                            state.insert((b, p), h);
-                        }
-                        None => {
-                            state.remove(&(b, p));
-                        }
-                    }
-                }
+                Self::undo_between(&tx, &mut state, *seq, revs[i - 1].0)?;
                 if revs[i - 1].1.parent.as_deref() != Some(info.revision.as_str()) {
                     out.problems.push(format!(
                         "revision {} does not name {} as its parent",
