@@ -420,8 +420,15 @@ pub fn get(a: GetArgs) -> Result<i32, Error> {
             find: a.find.clone(),
         },
     };
-    let (_, missing) = kb.get_slices(&a.ids, &opts)?;
-    let mut text = kb.get(&a.ids, &opts)?;
+    if a.ids.is_empty() {
+        return Err(Error::Usage("get needs at least one id".into()));
+    }
+    // One read: the slices, then the same framing the get tool answers with.
+    let (found, missing) = kb.get_slices(&a.ids, &opts)?;
+    let f: Vec<(&str, &okfit_core::kb::slice::Slice)> =
+        found.iter().map(|(i, s)| (i.as_str(), s)).collect();
+    let m: Vec<&str> = missing.iter().map(String::as_str).collect();
+    let mut text = okfit_core::kb::slice::render(&f, &m);
     text.push('\n');
     out(&text)?;
     for m in &missing {
