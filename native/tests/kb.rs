@@ -17,12 +17,11 @@
 
 mod common;
 
-use common::Out;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ReadResourceRequestParams};
-use rmcp::service::RunningService;
+use common::{bounded, call_tool as call_raw, close, Client, Out};
+use rmcp::model::{CallToolResult, ReadResourceRequestParams};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceError, ServiceExt};
-use serde_json::{json, Map, Value};
+use rmcp::{ServiceError, ServiceExt};
+use serde_json::{json, Value};
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -345,41 +344,9 @@ fn expected_advice(manifest: &str) -> String {
 // rmcp client harness
 // ------------------------------------------------------------------------
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no answer within {HANG:?}"))
-}
-
-/// Connects rmcp's client to `okfit-mcp ARGS…` (the child is killed when
-/// the client goes away).
+/// Connects rmcp's client to `okfit-mcp ARGS…`.
 async fn connect(sb: &Sandbox, args: &[&str]) -> Client {
-    let (transport, _) = TokioChildProcess::builder(sb.mcp_command(args))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    bounded("initialize", ().serve(transport))
-        .await
-        .expect("the MCP handshake failed")
-}
-
-async fn close(c: Client) {
-    let _ = tokio::time::timeout(HANG, c.cancel()).await;
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object, got {other}"),
-    }
-}
-
-/// One `tools/call`.
-async fn call_raw(c: &Client, name: &str, a: Value) -> Result<CallToolResult, ServiceError> {
-    let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
-    bounded(name, c.call_tool(params)).await
+    common::connect_command(sb.mcp_command(args)).await
 }
 
 /// The default tools of a server on a connection: exactly manifest,

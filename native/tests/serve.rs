@@ -18,12 +18,9 @@
 
 mod common;
 
-use common::Out;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
-use serde_json::{json, Map, Value};
+use common::{close, Client, Out};
+use rmcp::model::CallToolResult;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -586,39 +583,13 @@ fn bearer(token: &str) -> String {
 // rmcp client harness (from tests/mcp.rs and tests/kb.rs)
 // ------------------------------------------------------------------------
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no answer within {HANG:?}"))
-}
-
 /// Connects rmcp's client to `okfit-mcp ARGS…`.
 async fn mcp_connect(sb: &Sandbox, args: &[&str]) -> Client {
-    let (transport, _) = TokioChildProcess::builder(sb.mcp_command(args))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    bounded("initialize", ().serve(transport))
-        .await
-        .expect("the MCP handshake failed")
-}
-
-async fn close(c: Client) {
-    let _ = tokio::time::timeout(HANG, c.cancel()).await;
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object, got {other}"),
-    }
+    common::connect_command(sb.mcp_command(args)).await
 }
 
 async fn call_raw(c: &Client, name: &str, a: Value) -> CallToolResult {
-    let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a.clone()));
-    bounded(name, c.call_tool(params))
+    common::call_tool(c, name, a.clone())
         .await
         .unwrap_or_else(|e| panic!("{name} {a}: {e}"))
 }

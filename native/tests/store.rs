@@ -19,12 +19,10 @@
 mod common;
 
 use base64::Engine as _;
-use common::Out;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceError, ServiceExt};
-use serde_json::{json, Map, Value};
+use common::{bounded, call_tool as call_raw, close, Client, Out};
+use rmcp::model::CallToolResult;
+use rmcp::ServiceError;
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -432,39 +430,9 @@ fn sql(db: &Path, stmt: &str) -> bool {
 // rmcp client harness
 // ------------------------------------------------------------------------
 
-type Client = RunningService<RoleClient, ()>;
-
-async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
-    tokio::time::timeout(HANG, f)
-        .await
-        .unwrap_or_else(|_| panic!("{what}: no answer within {HANG:?}"))
-}
-
 /// Connects rmcp's client to `okfit-mcp ARGS…`.
 async fn connect(sb: &Sandbox, args: &[&str]) -> Client {
-    let (transport, _) = TokioChildProcess::builder(sb.mcp_command(args))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    bounded("initialize", ().serve(transport))
-        .await
-        .expect("the MCP handshake failed")
-}
-
-async fn close(c: Client) {
-    let _ = tokio::time::timeout(HANG, c.cancel()).await;
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        other => panic!("arguments must be an object, got {other}"),
-    }
-}
-
-async fn call_raw(c: &Client, name: &str, a: Value) -> Result<CallToolResult, ServiceError> {
-    let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
-    bounded(name, c.call_tool(params)).await
+    common::connect_command(sb.mcp_command(args)).await
 }
 
 /// `(isError, content[0].text)` of a result with one text content.

@@ -106,3 +106,56 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
         stderr,
     }
 }
+
+// ------------------------------------------------------------------------
+// rmcp client harness
+// ------------------------------------------------------------------------
+
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceError, ServiceExt};
+use serde_json::Map;
+
+/// How long an MCP request may take before the test calls it a hang.
+pub const MCP_HANG: Duration = Duration::from_secs(120);
+
+/// rmcp's client, connected to a child `okfit-mcp`.
+pub type Client = RunningService<RoleClient, ()>;
+
+/// Awaits `f`, panicking with `what` when it outlives [`MCP_HANG`].
+pub async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
+    tokio::time::timeout(MCP_HANG, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {MCP_HANG:?}"))
+}
+
+/// Connects rmcp's client to a server command (killed when the client goes).
+pub async fn connect_command(cmd: tokio::process::Command) -> Client {
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn okfit-mcp");
+    bounded("initialize", ().serve(transport))
+        .await
+        .expect("the MCP handshake failed")
+}
+
+/// Ends a session.
+pub async fn close(c: Client) {
+    let _ = tokio::time::timeout(MCP_HANG, c.cancel()).await;
+}
+
+/// Tool arguments from a JSON object.
+pub fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        other => panic!("arguments must be an object, got {other}"),
+    }
+}
+
+/// One `tools/call`.
+pub async fn call_tool(c: &Client, name: &str, a: Value) -> Result<CallToolResult, ServiceError> {
+    let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
+    bounded(name, c.call_tool(params)).await
+}
