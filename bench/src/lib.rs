@@ -7,4 +7,6 @@
 pub mod generator;
 pub mod kbdata;
 pub mod measure;
+pub mod reference;
+pub mod report;
 pub mod rng;

@@ -32,6 +32,8 @@ Options:
                     giving it skips the cargo build)
   --no-build        do not run cargo build first
   --now DATETIME    value passed to --now (default 2026-09-01T00:00:00Z)
+  --peer-runs N     measured runs of each peer (default: --runs)
+  --json PATH       also write the results JSON to PATH
   --peer CMD        also time this shell command (run with sh -c from the
                     workspace root) per size; {dir} is replaced by the project
                     dir bench/out/b<N>, {bundle} by bench/out/b<N>/okf.
@@ -60,6 +62,8 @@ struct Args {
     build: bool,
     now: String,
     peers: Vec<String>,
+    peer_runs: Option<usize>,
+    json: Option<PathBuf>,
     check_targets: bool,
 }
 
@@ -93,6 +97,8 @@ fn parse_args() -> Result<Option<Args>, Fail> {
         build: true,
         now: DEFAULT_NOW.to_string(),
         peers: Vec::new(),
+        peer_runs: None,
+        json: None,
         check_targets: false,
     };
     let mut it = std::env::args_os().skip(1);
@@ -114,7 +120,7 @@ fn parse_args() -> Result<Option<Args>, Fail> {
                 args.check_targets = true;
                 continue;
             }
-            "--sizes" | "--runs" | "--bin" | "--now" | "--peer" => {}
+            "--sizes" | "--runs" | "--bin" | "--now" | "--peer" | "--peer-runs" | "--json" => {}
             _ => return Err(usage_err(format!("unknown argument {arg:?} (see --help)"))),
         }
         let value = match inline {
@@ -143,6 +149,8 @@ fn parse_args() -> Result<Option<Args>, Fail> {
                 }
             }
             "--runs" => args.runs = parse_count(&flag, &value)?,
+            "--peer-runs" => args.peer_runs = Some(parse_count(&flag, &value)?),
+            "--json" => args.json = Some(PathBuf::from(value)),
             "--bin" => args.bin = Some(PathBuf::from(value)),
             "--now" => args.now = value,
             _ => {
@@ -582,7 +590,7 @@ fn real_main() -> Result<u8, Fail> {
             let (walls, max_rss_kib, exit) = measure_command(
                 &tool,
                 "sh",
-                args.runs,
+                args.peer_runs.unwrap_or(args.runs),
                 || {
                     let mut c = Command::new("sh");
                     c.arg("-c").arg(&shell).current_dir(&root);
@@ -619,6 +627,10 @@ fn real_main() -> Result<u8, Fail> {
     fs::write(&results, results_json(&args, &bin_str, &rows))
         .map_err(|e| Fail(format!("cannot write {}: {e}", results.display()), 2))?;
     eprintln!("okfit-bench: wrote {}", results.display());
+    if let Some(path) = &args.json {
+        fs::copy(&results, path)
+            .map_err(|e| Fail(format!("cannot write {}: {e}", path.display()), 2))?;
+    }
     if args.check_targets && met != Some(true) {
         return Ok(1);
     }

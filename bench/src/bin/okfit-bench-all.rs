@@ -1,0 +1,472 @@
+//! `okfit-bench-all`: every benchmark in one run, at 500 / 5,000 / 20,000
+//! concepts, with the peers that install from a registry, written to
+//! `bench/RESULTS.md`.
+//!
+//! From the workspace root:
+//! `cargo run --release -p okfit-bench --bin okfit-bench-all`.
+//! It builds what it measures, runs each benchmark as its own process with
+//! `--json`, then renders the tables, the machine description and the exact
+//! commands. A step that fails is reported in the file and makes the run exit
+//! 1; the other steps still run.
+
+use okfit_bench::report::{self, Inputs, Step};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+const USAGE: &str = "\
+okfit-bench-all: run every okfit benchmark and write bench/RESULTS.md
+
+Usage: cargo run --release -p okfit-bench --bin okfit-bench-all [-- options]
+
+Options:
+  --sizes LIST   concept counts (default 500,5000,20000); validation and the
+                 project-mode MCP server also run at 10,000, where their
+                 targets are set
+  --runs N       measured runs of each validation (default 11; peers 5)
+  --no-peers     do not run or install the peer validators
+  --no-node      skip the Node package benchmark
+  --no-browser   skip the WebAssembly-in-Chromium benchmark
+  --out PATH     where to write the report (default bench/RESULTS.md)
+  -h, --help     show this help";
+
+struct Args {
+    sizes: Vec<usize>,
+    runs: usize,
+    peers: bool,
+    node: bool,
+    browser: bool,
+    out: PathBuf,
+}
+
+fn parse(root: &Path) -> Result<Option<Args>, String> {
+    let mut a = Args {
+        sizes: vec![500, 5_000, 20_000],
+        runs: 11,
+        peers: true,
+        node: true,
+        browser: true,
+        out: root.join("bench").join("RESULTS.md"),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--no-peers" => a.peers = false,
+            "--no-node" => a.node = false,
+            "--no-browser" => a.browser = false,
+            "--sizes" => {
+                let v = value("--sizes")?;
+                a.sizes = v
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|n| *n >= 500 && n % 500 == 0)
+                            .ok_or(format!(
+                                "--sizes: {s:?} is not a multiple of 500 (tenants are built from bundles of 500)"
+                            ))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--runs" => {
+                let v = value("--runs")?;
+                a.runs = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(format!("--runs: {v:?} is not a positive number"))?;
+            }
+            "--out" => a.out = PathBuf::from(value("--out")?),
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
+    }
+    Ok(Some(a))
+}
+
+fn join(sizes: &[usize]) -> String {
+    sizes
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,=:+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Runs one step from the workspace root, output shown as it comes.
+fn run(root: &Path, steps: &mut Vec<Step>, name: &str, argv: &[String]) -> bool {
+    let display = argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ");
+    eprintln!("\n== okfit-bench-all: {name}\n$ {display}");
+    let t = Instant::now();
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .status();
+    let (ok, note) = match status {
+        Ok(s) if s.success() => (true, None),
+        Ok(s) => (false, Some(format!("failed: {s}"))),
+        Err(e) => (false, Some(format!("could not start: {e}"))),
+    };
+    if let Some(n) = &note {
+        eprintln!("okfit-bench-all: {name} {n}");
+    }
+    steps.push(Step {
+        name: name.to_string(),
+        command: display,
+        seconds: t.elapsed().as_secs_f64(),
+        ok,
+        note,
+    });
+    ok
+}
+
+fn works(program: &str, args: &[&str]) -> Option<String> {
+    let o = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn s(v: &str) -> String {
+    v.to_string()
+}
+
+fn main() -> ExitCode {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = std::fs::canonicalize(&root).unwrap_or(root);
+    let args = match parse(&root) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let suite = root.join("bench").join("out").join("suite");
+    if let Err(e) = std::fs::create_dir_all(&suite) {
+        eprintln!("error: {}: {e}", suite.display());
+        return ExitCode::from(2);
+    }
+    // Results of an earlier run must not be mistaken for this one's.
+    for f in [
+        "validate.json",
+        "mcp.json",
+        "kb.json",
+        "serve.json",
+        "tokens.json",
+        "session.json",
+        "npx.json",
+        "wasm.json",
+    ] {
+        let _ = std::fs::remove_file(suite.join(f));
+    }
+    let json = |f: &str| suite.join(f).display().to_string();
+    let rel = |p: &str| root.join(p).display().to_string();
+    let machine = report::machine(&root);
+    let started = Instant::now();
+    let mut steps: Vec<Step> = vec![];
+    let mut notes: Vec<String> = vec![];
+    let sizes = join(&args.sizes);
+    let mut with_10k = args.sizes.clone();
+    if !with_10k.contains(&10_000) {
+        with_10k.push(10_000);
+        with_10k.sort_unstable();
+    }
+
+    let built = run(
+        &root,
+        &mut steps,
+        "build",
+        &[
+            s("cargo"),
+            s("build"),
+            s("--release"),
+            s("--locked"),
+            s("-p"),
+            s("okfit"),
+            s("-p"),
+            s("okfit-bench"),
+        ],
+    );
+    if !built {
+        notes.push("The release build failed, so nothing was measured.".into());
+    }
+
+    // Peers: the `okf` crate (cargo, needs a nightly toolchain) and okf-cli (PyPI).
+    let mut peers: Vec<(String, String)> = vec![];
+    if built && args.peers {
+        let okf_root = root.join("bench/out/peers/okf-0.2.7");
+        let okf = okf_root.join("bin/okf");
+        if !okf.exists() {
+            if works("cargo", &["+nightly", "--version"]).is_some() {
+                run(
+                    &root,
+                    &mut steps,
+                    "install okf 0.2.7 (crates.io)",
+                    &[
+                        s("cargo"),
+                        s("+nightly"),
+                        s("install"),
+                        s("okf"),
+                        s("--version"),
+                        s("0.2.7"),
+                        s("--locked"),
+                        s("--root"),
+                        okf_root.display().to_string(),
+                    ],
+                );
+            } else {
+                notes.push("The `okf` crate was not run: it needs rustc ≥ 1.96 (its locked dependencies), which here means a nightly toolchain, and `cargo +nightly` is not available. Install one with `rustup toolchain install nightly` and run again.".into());
+            }
+        }
+        if okf.exists() {
+            let version = works(&okf.display().to_string(), &["--version"]).unwrap_or_default();
+            peers.push((
+                format!("okf ({version}), crates.io"),
+                format!(
+                    "{} validate {{bundle}} --today 2026-09-01 --json",
+                    okf.display()
+                ),
+            ));
+        }
+        let venv = root.join("bench/out/peers/okf-cli-0.7.0");
+        let cli = venv.join("bin/okf");
+        if !cli.exists() {
+            if works("python3", &["--version"]).is_some() {
+                let ok = run(
+                    &root,
+                    &mut steps,
+                    "create a venv for okf-cli",
+                    &[s("python3"), s("-m"), s("venv"), venv.display().to_string()],
+                ) && run(
+                    &root,
+                    &mut steps,
+                    "install okf-cli 0.7.0 (PyPI)",
+                    &[
+                        venv.join("bin/pip").display().to_string(),
+                        s("install"),
+                        s("--quiet"),
+                        s("okf-cli==0.7.0"),
+                    ],
+                );
+                if !ok {
+                    notes
+                        .push("okf-cli (PyPI) could not be installed; see the failed step.".into());
+                }
+            } else {
+                notes.push("okf-cli (PyPI) was not run: python3 is not available.".into());
+            }
+        }
+        if cli.exists() {
+            peers.push((
+                "okf-cli 0.7.0 (Python), PyPI".into(),
+                format!("{} validate {{bundle}}", cli.display()),
+            ));
+        }
+    } else if !args.peers {
+        notes.push("Peers were not run (--no-peers).".into());
+    }
+
+    if built {
+        let bin = |b: &str| rel(&format!("target/release/{b}"));
+        let mut v = vec![
+            bin("okfit-bench"),
+            s("--no-build"),
+            s("--sizes"),
+            join(&with_10k),
+            s("--runs"),
+            args.runs.to_string(),
+            s("--peer-runs"),
+            s("5"),
+            s("--json"),
+            json("validate.json"),
+        ];
+        for (_, cmd) in &peers {
+            v.push(s("--peer"));
+            v.push(cmd.clone());
+        }
+        run(&root, &mut steps, "validation", &v);
+        run(
+            &root,
+            &mut steps,
+            "MCP server, project mode",
+            &[
+                bin("okfit-bench-mcp"),
+                s("--sizes"),
+                join(&with_10k),
+                s("--json"),
+                json("mcp.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "knowledge store",
+            &[
+                bin("okfit-bench-kb"),
+                s("--sizes"),
+                sizes.clone(),
+                s("--writes"),
+                s("--json"),
+                json("kb.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "daemon",
+            &[
+                bin("okfit-bench-serve"),
+                s("--sizes"),
+                sizes.clone(),
+                s("--json"),
+                json("serve.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "agent session",
+            &[
+                bin("okfit-bench-session"),
+                s("--json"),
+                json("session.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "tokens",
+            &[bin("okfit-bench-tokens"), s("--json"), json("tokens.json")],
+        );
+        let node = works("node", &["--version"]);
+        if args.node {
+            if node.is_some() {
+                if run(
+                    &root,
+                    &mut steps,
+                    "build the Node addon",
+                    &[rel("scripts/build-node.sh"), s("--release")],
+                ) {
+                    run(
+                        &root,
+                        &mut steps,
+                        "Node package",
+                        &[
+                            s("node"),
+                            rel("bench/node/npx.mjs"),
+                            s("--sizes"),
+                            sizes.clone(),
+                            s("--json"),
+                            json("npx.json"),
+                        ],
+                    );
+                }
+            } else {
+                notes.push("The Node package was not measured: node is not installed.".into());
+            }
+        } else {
+            notes.push("The Node package was not measured (--no-node).".into());
+        }
+        if args.browser {
+            let chromium = Path::new("/usr/bin/chromium").exists();
+            if node.is_none() || !chromium {
+                notes.push("WebAssembly in the browser was not measured: it needs node and Debian's chromium (/usr/bin/chromium); `./scripts/test.sh` installs both.".into());
+            } else {
+                let deps = root
+                    .join("tests/node/node_modules/playwright-core")
+                    .exists()
+                    || run(
+                        &root,
+                        &mut steps,
+                        "install the browser driver",
+                        &[
+                            s("npm"),
+                            s("ci"),
+                            s("--prefix"),
+                            rel("tests/node"),
+                            s("--no-audit"),
+                            s("--no-fund"),
+                        ],
+                    );
+                if deps
+                    && run(
+                        &root,
+                        &mut steps,
+                        "build the WebAssembly package",
+                        &[rel("scripts/build-wasm.sh")],
+                    )
+                {
+                    let mut wasm_sizes = vec![100];
+                    wasm_sizes.extend(&args.sizes);
+                    run(
+                        &root,
+                        &mut steps,
+                        "WebAssembly in Chromium",
+                        &[
+                            s("node"),
+                            rel("bench/node/wasm-browser.mjs"),
+                            s("--sizes"),
+                            join(&wasm_sizes),
+                            s("--json"),
+                            json("wasm.json"),
+                        ],
+                    );
+                }
+            }
+        } else {
+            notes.push("WebAssembly in the browser was not measured (--no-browser).".into());
+        }
+    }
+
+    let inputs = Inputs {
+        machine,
+        steps,
+        notes,
+        peers: peers.into_iter().map(|(label, _)| label).collect(),
+        suite,
+        seconds: started.elapsed().as_secs_f64(),
+        invocation: {
+            let extra: Vec<String> = std::env::args().skip(1).map(|a| quote(&a)).collect();
+            let base = "cargo run --release -p okfit-bench --bin okfit-bench-all".to_string();
+            if extra.is_empty() {
+                base
+            } else {
+                format!("{base} -- {}", extra.join(" "))
+            }
+        },
+    };
+    let text = report::render(&inputs);
+    if let Err(e) = std::fs::write(&args.out, text) {
+        eprintln!("error: {}: {e}", args.out.display());
+        return ExitCode::from(2);
+    }
+    eprintln!("\nokfit-bench-all: wrote {}", args.out.display());
+    if inputs.steps.iter().all(|s| s.ok) {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("okfit-bench-all: some steps failed; see the report");
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,738 @@
+//! `bench/RESULTS.md`: rendered from the JSON each benchmark writes, by
+//! `okfit-bench-all`. Missing figures show as `–`, so a partial run still
+//! gives a readable report that says what is missing.
+
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One step of the run: what ran and how it ended.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// What the step measures or prepares.
+    pub name: String,
+    /// The exact command, shell-quoted.
+    pub command: String,
+    /// Wall time of the step.
+    pub seconds: f64,
+    /// Whether it exited 0.
+    pub ok: bool,
+    /// Why not, when it did not.
+    pub note: Option<String>,
+}
+
+/// Everything the report is made from.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// `(label, value)` lines describing the machine.
+    pub machine: Vec<(String, String)>,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+    /// Sentences about what was skipped and why.
+    pub notes: Vec<String>,
+    /// Labels of the peer validators, in `--peer` order.
+    pub peers: Vec<String>,
+    /// Folder holding the benchmarks' JSON files.
+    pub suite: PathBuf,
+    /// Wall time of the whole run.
+    pub seconds: f64,
+    /// The command line that produced the report.
+    pub invocation: String,
+}
+
+fn cmd(program: &str, args: &[&str], dir: &Path) -> Option<String> {
+    let o = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    let out = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    (o.status.success() && !out.is_empty()).then_some(out)
+}
+
+fn proc_field(file: &str, key: &str) -> Option<String> {
+    std::fs::read_to_string(file).ok()?.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
+/// The machine the run is on, the toolchains it used and the commit measured.
+pub fn machine(root: &Path) -> Vec<(String, String)> {
+    let mut m = vec![];
+    let cpu = proc_field("/proc/cpuinfo", "model name").unwrap_or_else(|| "unknown".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    m.push(("CPU".into(), format!("{cpu}, {cores} cores available")));
+    if let Some(kb) = proc_field("/proc/meminfo", "MemTotal").and_then(|v| {
+        v.split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<f64>().ok())
+    }) {
+        m.push(("Memory".into(), format!("{:.1} GiB", kb / 1024.0 / 1024.0)));
+    }
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+        })
+        .unwrap_or_else(|| std::env::consts::OS.into());
+    let kernel = cmd("uname", &["-srm"], root).unwrap_or_default();
+    m.push(("OS".into(), format!("{os}; {kernel}")));
+    if let Ok(l) = std::fs::read_to_string("/proc/loadavg") {
+        let l: Vec<&str> = l.split_whitespace().take(3).collect();
+        m.push(("Load average at start".into(), l.join(" ")));
+    }
+    for (label, program, args) in [
+        ("rustc", "rustc", &["--version"][..]),
+        ("Node.js", "node", &["--version"][..]),
+        ("Chromium", "/usr/bin/chromium", &["--version"][..]),
+    ] {
+        if let Some(v) = cmd(program, args, root) {
+            m.push((label.into(), v));
+        }
+    }
+    if let Some(head) = cmd("git", &["rev-parse", "--short=12", "HEAD"], root) {
+        let dirty = cmd(
+            "git",
+            &["status", "--porcelain", "--untracked-files=no"],
+            root,
+        )
+        .is_some_and(|s| !s.is_empty());
+        m.push((
+            "Commit".into(),
+            if dirty {
+                format!("{head} with uncommitted changes")
+            } else {
+                head
+            },
+        ));
+    }
+    if let Some(d) = cmd("date", &["-u", "+%Y-%m-%d %H:%M UTC"], root) {
+        m.push(("Date".into(), d));
+    }
+    m
+}
+
+fn load(dir: &Path, file: &str) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The number at a `.`-separated path.
+fn num(v: &Value, path: &str) -> Option<f64> {
+    path.split('.')
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(Value::as_f64)
+}
+
+fn ms(x: Option<f64>) -> String {
+    match x {
+        None => "–".into(),
+        Some(x) if x < 1.0 => format!("{x:.3}"),
+        Some(x) if x < 10.0 => format!("{x:.2}"),
+        Some(x) if x < 100.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.0}"),
+    }
+}
+
+/// `p50 / p95` of a latency object.
+fn pair(v: &Value, path: &str) -> String {
+    let p50 = num(v, &format!("{path}.p50"));
+    let p95 = num(v, &format!("{path}.p95"));
+    match (p50, p95) {
+        (None, None) => "–".into(),
+        _ => format!("{} / {}", ms(p50), ms(p95)),
+    }
+}
+
+fn int(x: Option<f64>) -> String {
+    match x {
+        None => "–".into(),
+        Some(x) => {
+            let n = x.round() as i64;
+            let digits = n.abs().to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            if n < 0 {
+                format!("-{out}")
+            } else {
+                out
+            }
+        }
+    }
+}
+
+fn one(x: Option<f64>) -> String {
+    x.map_or("–".into(), |x| format!("{x:.1}"))
+}
+
+fn verdict(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "met",
+        Some(false) => "**missed**",
+        None => "not measured",
+    }
+}
+
+fn rows<'a>(v: &'a Value, key: &str) -> Vec<&'a Value> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+fn at<'a>(v: &'a [&'a Value], concepts: usize) -> Option<&'a Value> {
+    v.iter()
+        .copied()
+        .find(|r| num(r, "concepts") == Some(concepts as f64))
+}
+
+fn percentile(walls: &[f64], p: usize) -> Option<f64> {
+    let mut w = walls.to_vec();
+    w.sort_by(|a, b| a.total_cmp(b));
+    (!w.is_empty()).then(|| w[(w.len() * p / 100).min(w.len() - 1)])
+}
+
+fn validation(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Validation: `okfit validate` and its peers\n\n");
+    let Some(v) = load(&inputs.suite, "validate.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    let results = rows(&v, "results");
+    let runs = num(&v, "runs").unwrap_or(0.0);
+    let _ = writeln!(
+        out,
+        "Generated bundles (`okfit-gen`: about 4 KB per concept, round(N/100) folders, links of which about 5% are broken). Wall time from spawn to exit and peak RSS of the process, after one warm-up run; okfit {runs:.0} runs, each peer 5. Seconds; MB = 10^6 bytes.\n"
+    );
+    let mut head = "| concepts | MB on disk | okfit median (p95) s | okfit RSS MB |".to_string();
+    let mut rule = "| ---: | ---: | ---: | ---: |".to_string();
+    for p in &inputs.peers {
+        let _ = write!(head, " {p}: median s | RSS MB | time vs okfit |");
+        rule.push_str(" ---: | ---: | ---: |");
+    }
+    let _ = writeln!(out, "{head}\n{rule}");
+    let mut sizes: Vec<u64> = results
+        .iter()
+        .filter_map(|r| num(r, "concepts").map(|c| c as u64))
+        .collect();
+    sizes.dedup();
+    let mut ten = None;
+    for n in sizes {
+        let of = |tool: &str| {
+            results
+                .iter()
+                .find(|r| {
+                    num(r, "concepts") == Some(n as f64)
+                        && r.get("tool").and_then(Value::as_str) == Some(tool)
+                })
+                .copied()
+        };
+        let Some(o) = of("okfit") else { continue };
+        let walls: Vec<f64> = o
+            .get("wall_s")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        let med = num(o, "median_s");
+        let rss = num(o, "peak_rss_mb");
+        if n == 10_000 {
+            ten = Some((med, rss));
+        }
+        let mut line = format!(
+            "| {} | {} | {:.3} ({:.3}) | {} |",
+            int(Some(n as f64)),
+            one(num(o, "bytes").map(|b| b / 1e6)),
+            med.unwrap_or(f64::NAN),
+            percentile(&walls, 95).unwrap_or(f64::NAN),
+            one(rss)
+        );
+        for i in 0..inputs.peers.len() {
+            match of(&format!("peer{}", i + 1)) {
+                Some(p) => {
+                    let pm = num(p, "median_s");
+                    let ratio = match (pm, med) {
+                        (Some(a), Some(b)) if b > 0.0 => format!("{:.1}×", a / b),
+                        _ => "–".into(),
+                    };
+                    let exit = p.get("exit").and_then(Value::as_str).unwrap_or("?");
+                    let _ = write!(
+                        line,
+                        " {:.3}{} | {} | {ratio} |",
+                        pm.unwrap_or(f64::NAN),
+                        if exit == "0" || exit == "65" || exit == "1" {
+                            String::new()
+                        } else {
+                            format!(" (exit {exit})")
+                        },
+                        one(num(p, "peak_rss_mb"))
+                    );
+                }
+                None => line.push_str(" – | – | – |"),
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let met = ten.map(|(m, r)| m.is_some_and(|m| m <= 0.3) && r.is_some_and(|r| r <= 60.0));
+    let _ = writeln!(
+        out,
+        "\nTarget: 10,000 concepts in ≤ 0.3 s median and ≤ 60 MB: {}.",
+        verdict(met)
+    );
+    if !inputs.peers.is_empty() {
+        out.push_str("\"time vs okfit\" is the peer's median over okfit's. The peers do less: okf-cli checks each file on its own, and `okf` has no lint of index files against their folders' contents; okfit also runs its full lint set. The `okf` crate exits 65 when the bundle has warnings, which is expected here.\n");
+    }
+    out.push('\n');
+}
+
+fn mcp(out: &mut String, inputs: &Inputs) {
+    out.push_str("## MCP server, project mode (`okfit-mcp` over stdio)\n\n");
+    let Some(v) = load(&inputs.suite, "mcp.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Spawn → `initialize` → `tools/list` answered, on this repository's `okf/`: p50 / p95 {} ms (target < 10 ms: {}).\n",
+        pair(&v, "startup_ms"),
+        verdict(num(&v, "startup_ms.p50").map(|x| x < 10.0))
+    );
+    out.push_str("| concepts | first `list_concepts` after spawn, ms p50 / p95 | warm `list_concepts` ms | warm `get_concept` ms | peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: |\n");
+    let r = rows(&v, "sizes");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            int(num(row, "concepts")),
+            pair(row, "first_call_ms"),
+            pair(row, "list_ms"),
+            pair(row, "get_ms"),
+            one(num(row, "rss_mb"))
+        );
+    }
+    let ten = at(&r, 10_000);
+    let _ = writeln!(
+        out,
+        "\nTargets at 10,000: first call < 300 ms: {}; warm calls < 1 ms: {}; RSS < 100 MB: {}.\n",
+        verdict(
+            ten.and_then(|t| num(t, "first_call_ms.p50"))
+                .map(|x| x < 300.0)
+        ),
+        verdict(
+            ten.and_then(|t| Some(num(t, "list_ms.p50")? < 1.0 && num(t, "get_ms.p50")? < 1.0))
+        ),
+        verdict(ten.and_then(|t| num(t, "rss_mb")).map(|x| x < 100.0))
+    );
+}
+
+fn store(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Knowledge store (embedded SQLite tenant)\n\n");
+    let Some(v) = load(&inputs.suite, "kb.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    out.push_str("Tenants of bundles of 500 generated concepts. Reads in fresh processes; milliseconds, p50 / p95.\n\n");
+    out.push_str("| concepts | open + first search | warm search | batched get of 3 sections | whole manifest | peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let r = rows(&v, "reads");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            int(num(row, "concepts")),
+            pair(row, "open_first_search_ms"),
+            pair(row, "search_ms"),
+            pair(row, "get_ms"),
+            pair(row, "manifest_ms"),
+            one(num(row, "rss_mb"))
+        );
+    }
+    let big = at(&r, 20_000);
+    let p = |k: &str| big.and_then(|b| num(b, &format!("{k}.p50")));
+    let _ = writeln!(
+        out,
+        "\nTargets at 20,000: open + first search < 100 ms: {}; warm search < 0.3 ms: {}; get < 0.05 ms: {}; manifest < 1 ms: {}; RSS < 150 MB: {}.\n",
+        verdict(p("open_first_search_ms").map(|x| x < 100.0)),
+        verdict(p("search_ms").map(|x| x < 0.3)),
+        verdict(p("get_ms").map(|x| x < 0.05)),
+        verdict(p("manifest_ms").map(|x| x < 1.0)),
+        verdict(big.and_then(|b| num(b, "rss_mb")).map(|x| x < 150.0))
+    );
+    let w = rows(&v, "writes");
+    if !w.is_empty() {
+        out.push_str("Writes, on a copy of each tenant; milliseconds, p50 / p95. A write's time includes the validator's findings for the file, as the `write` tool answers.\n\n");
+        out.push_str("| concepts | write | stale-hash refusal | transact of 25 | restore (undo/redo 25) | history page |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for row in &w {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                int(num(row, "concepts")),
+                pair(row, "write_ms"),
+                pair(row, "refusal_ms"),
+                pair(row, "transact_ms"),
+                pair(row, "restore_ms"),
+                pair(row, "history_ms")
+            );
+        }
+        let big = at(&w, 20_000);
+        let p = |k: &str| big.and_then(|b| num(b, &format!("{k}.p50")));
+        let _ = writeln!(
+            out,
+            "\nTargets at 20,000: write < 10 ms: {}; refusal < 1 ms: {}; transact < 30 ms: {}; restore < 100 ms: {}; history < 1 ms: {}.\n",
+            verdict(p("write_ms").map(|x| x < 10.0)),
+            verdict(p("refusal_ms").map(|x| x < 1.0)),
+            verdict(p("transact_ms").map(|x| x < 30.0)),
+            verdict(p("restore_ms").map(|x| x < 100.0)),
+            verdict(p("history_ms").map(|x| x < 1.0))
+        );
+    }
+}
+
+fn daemon(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Daemon (`okfit serve` on a unix socket)\n\n");
+    let Some(v) = load(&inputs.suite, "serve.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    out.push_str("| concepts | search over the socket, ms p50 / p95 | search through `okfit-mcp` over the daemon | mixed reads, requests/s (4 clients) | errors | daemon peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let r = rows(&v, "sizes");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            int(num(row, "concepts")),
+            pair(row, "socket_search_ms"),
+            pair(row, "mcp_search_ms"),
+            int(num(row, "rps")),
+            int(num(row, "errors")),
+            one(num(row, "daemon_rss_mb"))
+        );
+    }
+    let five = at(&r, 5_000);
+    let _ = writeln!(
+        out,
+        "\nTargets at 5,000: socket search < 0.3 ms: {}; through MCP < 0.5 ms: {}.\n",
+        verdict(
+            five.and_then(|t| num(t, "socket_search_ms.p50"))
+                .map(|x| x < 0.3)
+        ),
+        verdict(
+            five.and_then(|t| num(t, "mcp_search_ms.p50"))
+                .map(|x| x < 0.5)
+        )
+    );
+}
+
+fn node(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Node package (`@okfit/mcp`)\n\n");
+    let Some(v) = load(&inputs.suite, "npx.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "Spawn → `tools/list` answered, ms p50 / p95: `npx --yes @okfit/mcp` {}; the installed bin {}; the native binary {} (target for the bin < 150 ms: {}).\n",
+        pair(&v, "startup_ms.npx"),
+        pair(&v, "startup_ms.bin"),
+        pair(&v, "startup_ms.native"),
+        verdict(num(&v, "startup_ms.bin.p50").map(|x| x < 150.0))
+    );
+    out.push_str("| concepts | search through the Node bin, ms p50 / p95 | through the native binary | Node / native | Node RSS MB | native RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let r = rows(&v, "sizes");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            int(num(row, "concepts")),
+            pair(row, "node_search_ms"),
+            pair(row, "native_search_ms"),
+            num(row, "ratio").map_or("–".into(), |x| format!("{x:.2}")),
+            one(num(row, "node_rss_mb")),
+            one(num(row, "native_rss_mb"))
+        );
+    }
+    let ok = (!r.is_empty()).then(|| {
+        r.iter()
+            .all(|row| num(row, "ratio").is_some_and(|x| x <= 1.5))
+    });
+    let _ = writeln!(
+        out,
+        "\nTarget: Node within 1.5× of native: {}.\n",
+        verdict(ok)
+    );
+}
+
+fn wasm(out: &mut String, inputs: &Inputs) {
+    out.push_str("## WebAssembly (`@okfit/wasm`) in headless Chromium\n\n");
+    let Some(v) = load(&inputs.suite, "wasm.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    let gz = num(&v, "wasm_gzip_bytes");
+    let _ = writeln!(
+        out,
+        "The `.wasm` is {} bytes, {} gzipped (budget 600 KB gzipped: {}).\n",
+        int(num(&v, "wasm_bytes")),
+        int(gz),
+        verdict(gz.map(|g| g <= 614_400.0))
+    );
+    out.push_str(
+        "| concepts | `validate()` in the page, ms p50 / p95 | runs |\n| ---: | ---: | ---: |\n",
+    );
+    let r = rows(&v, "sizes");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            int(num(row, "concepts")),
+            pair(row, "ms"),
+            int(num(row, "runs"))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTarget: 100 concepts < 50 ms: {}.\n",
+        verdict(at(&r, 100).and_then(|t| num(t, "ms.p50")).map(|x| x < 50.0))
+    );
+}
+
+fn tokens(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Tokens: tool definitions and the manifest\n\n");
+    let Some(v) = load(&inputs.suite, "tokens.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    out.push_str("Each tool's `tools/list` entry exactly as served (JSON, descriptions with their \"when to call\" guidance and the manifest's advice), in o200k tokens (tiktoken-rs) and in characters/4, the unit langonrock reports.\n\n");
+    out.push_str("| tool set | tools | o200k | chars/4 | langonrock, chars/4 |\n| --- | --- | ---: | ---: | ---: |\n");
+    let sets = rows(&v, "tool_sets");
+    let anchor = |mode: &str| match mode {
+        m if m.contains("read-only") => "1,122 (four read tools)",
+        m if m.contains("database") => "2,228 (nine; +510)",
+        m if m.contains("knowledge") => "1,741 (six)",
+        _ => "",
+    };
+    for set in &sets {
+        let mode = set.get("mode").and_then(Value::as_str).unwrap_or("?");
+        let tools: Vec<String> = rows(set, "tools")
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {}/{}",
+                    t.get("name").and_then(Value::as_str).unwrap_or("?"),
+                    int(num(t, "o200k")),
+                    int(num(t, "chars4"))
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {mode} | {} | {} | {} | {} |",
+            tools.join(", "),
+            int(num(set, "o200k")),
+            int(num(set, "chars4")),
+            anchor(mode)
+        );
+    }
+    let six = sets
+        .iter()
+        .find(|s| {
+            s.get("mode")
+                .and_then(Value::as_str)
+                .is_some_and(|m| m.contains("knowledge"))
+        })
+        .and_then(|s| num(s, "chars4"));
+    let _ = writeln!(
+        out,
+        "\nEach tool is shown as name o200k/chars4. Target: the six knowledge tools ≤ 1,741 characters/4: {}.\n",
+        verdict(six.map(|x| x <= 1741.0))
+    );
+    out.push_str("| manifest of | concepts | characters | o200k | o200k per concept | chars/4 per concept |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for m in rows(&v, "manifests") {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            m.get("source").and_then(Value::as_str).unwrap_or("?"),
+            int(num(m, "concepts")),
+            int(num(m, "chars")),
+            int(num(m, "o200k")),
+            one(num(m, "o200k_per_concept")),
+            one(num(m, "chars4_per_concept"))
+        );
+    }
+    out.push('\n');
+}
+
+fn session(out: &mut String, inputs: &Inputs) {
+    out.push_str("## Agent-session bill\n\n");
+    let Some(v) = load(&inputs.suite, "session.json") else {
+        out.push_str("Not measured in this run.\n\n");
+        return;
+    };
+    out.push_str("Twenty fixed questions over a generated 500-concept reference tenant (a warehouse catalogue shaped like Google's OKF samples: `# Schema` and `# Joins` sections, links, about 2 KB per concept), billed by langonrock's method: a call bills its new content in full and everything already in context at 10%; a call adding nothing new is not counted; tokens = characters/4. The tools answer as over MCP. Every strategy must end each question holding its answer's text.\n\n");
+    out.push_str("| strategy | billed tokens | calls | langonrock billed | langonrock calls |\n| --- | ---: | ---: | ---: | ---: |\n");
+    for s in rows(&v, "strategies") {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            s.get("strategy").and_then(Value::as_str).unwrap_or("?"),
+            int(num(s, "billed_tokens")),
+            int(num(s, "calls")),
+            int(num(s, "langonrock_billed_tokens")),
+            int(num(s, "langonrock_calls"))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nSearch results held the answer's concept for {}/20 questions.\n",
+        int(num(&v, "search_hits"))
+    );
+    out.push_str("| read | tokens | langonrock |\n| --- | ---: | ---: |\n");
+    for (label, key, anchor) in [
+        (
+            "a whole concept file (plain OKF read)",
+            "reads.whole_file",
+            "594",
+        ),
+        ("`get(id)`, frontmatter compiled away", "reads.get", "445"),
+        (
+            "`get(id, section: schema)`",
+            "reads.get_section_schema",
+            "213",
+        ),
+        ("one search result", "reads.search_result", "731"),
+        ("the bundle in full", "reads.bundle", "264,744"),
+        ("every `index.md`", "reads.index_files", "16,575"),
+        ("the manifest", "reads.manifest", "20,549"),
+    ] {
+        let _ = writeln!(out, "| {label} | {} | {anchor} |", int(num(&v, key)));
+    }
+    out.push('\n');
+}
+
+/// The whole report.
+pub fn render(inputs: &Inputs) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# okfit benchmark results\n\nWritten by `{}` in {:.0} min. Do not edit this file: run the command again. Latencies are p50 / p95 where both are shown; MB = 10^6 bytes. The figures come from a shared {}-core machine and move by 10–20% between runs.\n",
+        inputs.invocation,
+        inputs.seconds / 60.0,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    out.push_str("## Machine\n\n");
+    for (k, v) in &inputs.machine {
+        let _ = writeln!(out, "- {k}: {v}");
+    }
+    out.push('\n');
+    if inputs.steps.iter().any(|s| !s.ok) || !inputs.notes.is_empty() {
+        out.push_str("## Not measured\n\n");
+        for s in inputs.steps.iter().filter(|s| !s.ok) {
+            let _ = writeln!(
+                out,
+                "- {}: {} (`{}`)",
+                s.name,
+                s.note.as_deref().unwrap_or("failed"),
+                s.command
+            );
+        }
+        for n in &inputs.notes {
+            let _ = writeln!(out, "- {n}");
+        }
+        out.push('\n');
+    }
+    validation(&mut out, inputs);
+    mcp(&mut out, inputs);
+    store(&mut out, inputs);
+    daemon(&mut out, inputs);
+    node(&mut out, inputs);
+    wasm(&mut out, inputs);
+    tokens(&mut out, inputs);
+    session(&mut out, inputs);
+    out.push_str("## Commands\n\nRun from the repository root, in this order.\n\n| step | command | seconds | result |\n| --- | --- | ---: | --- |\n");
+    for s in &inputs.steps {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {:.0} | {} |",
+            s.name,
+            s.command.replace('|', "\\|"),
+            s.seconds,
+            if s.ok {
+                "ok".to_string()
+            } else {
+                s.note.clone().unwrap_or_else(|| "failed".into())
+            }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(int(Some(1234567.0)), "1,234,567");
+        assert_eq!(int(Some(999.0)), "999");
+        assert_eq!(int(None), "–");
+        assert_eq!(ms(Some(0.2468)), "0.247");
+        assert_eq!(ms(Some(75.66)), "75.7");
+        assert_eq!(percentile(&[3.0, 1.0, 2.0], 50), Some(2.0));
+    }
+
+    #[test]
+    fn renders_what_it_has_and_says_what_is_missing() {
+        let dir = std::env::temp_dir().join(format!("okfit-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("session.json"),
+            r#"{"strategies":[{"strategy":"search first","billed_tokens":48588,"calls":37,"langonrock_billed_tokens":56928,"langonrock_calls":36}],"search_hits":20,"reads":{"manifest":19991}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kb.json"),
+            r#"{"reads":[{"concepts":20000,"open_first_search_ms":{"p50":75.7,"p95":80.1},"search_ms":{"p50":0.25,"p95":0.4},"get_ms":{"p50":0.02,"p95":0.03},"manifest_ms":{"p50":0.08,"p95":0.1},"rss_mb":89}]}"#,
+        )
+        .unwrap();
+        let text = render(&Inputs {
+            machine: vec![("CPU".into(), "test".into())],
+            steps: vec![Step {
+                name: "daemon".into(),
+                command: "okfit-bench-serve --json x".into(),
+                seconds: 1.0,
+                ok: false,
+                note: Some("failed: exit status: 1".into()),
+            }],
+            notes: vec!["Peers were not run (--no-peers).".into()],
+            peers: vec![],
+            suite: dir.clone(),
+            seconds: 60.0,
+            invocation: "okfit-bench-all".into(),
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            text.contains("| search first | 48,588 | 37 | 56,928 | 36 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 20,000 | 75.7 / 80.1 | 0.250 / 0.400 |"),
+            "{text}"
+        );
+        assert!(text.contains("warm search < 0.3 ms: met"), "{text}");
+        assert!(text.contains("write < 10 ms") || !text.contains("Writes,"));
+        assert!(text.contains("- daemon: failed: exit status: 1"), "{text}");
+        assert!(text.contains("Peers were not run"), "{text}");
+        assert!(text.contains(
+            "## Validation: `okfit validate` and its peers\n\nNot measured in this run."
+        ));
+        assert!(text.contains("| 19,991 | 20,549 |"), "{text}");
+    }
+}
