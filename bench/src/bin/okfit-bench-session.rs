@@ -307,7 +307,13 @@ fn out_dir() -> PathBuf {
 fn build(dir: &Path) -> Result<Corpus, String> {
     let corpus = reference::corpus();
     let root = dir.join("reference").join("okf");
-    let _ = std::fs::remove_dir_all(dir);
+    // Only what this program made there is replaced.
+    let _ = std::fs::remove_dir_all(dir.join("reference"));
+    let _ = std::fs::remove_dir_all(dir.join("data"));
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let config = dir.join("reference").join("okfit.toml");
+    std::fs::write(&config, "[bundle]\npath = \"okf\"\nprofile = \"none\"\n")
+        .map_err(|e| format!("{}: {e}", config.display()))?;
     let mut changes = vec![];
     let mut folders = BTreeMap::new();
     for d in &corpus.docs {
@@ -375,8 +381,7 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-fn run(json_out: Option<PathBuf>, verbose: bool) -> Result<(), String> {
-    let dir = out_dir();
+fn run(dir: PathBuf, json_out: Option<PathBuf>, verbose: bool) -> Result<(), String> {
     let c = build(&dir)?;
     let qs = reference::corpus().questions;
 
@@ -488,6 +493,7 @@ fn run(json_out: Option<PathBuf>, verbose: bool) -> Result<(), String> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut json_out = None;
+    let mut dir = out_dir();
     let mut verbose = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -499,9 +505,18 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
+            "--dir" => match it.next() {
+                Some(p) => dir = PathBuf::from(p),
+                None => {
+                    eprintln!("error: --dir needs a path");
+                    return ExitCode::from(2);
+                }
+            },
             "--verbose" | "-v" => verbose = true,
             "-h" | "--help" => {
-                println!("usage: okfit-bench-session [--json PATH] [--verbose]");
+                println!(
+                    "usage: okfit-bench-session [--json PATH] [--dir DIR] [--verbose]\n\nDIR (default bench/out/session) receives the corpus (DIR/reference) and the tenant (DIR/data), replacing earlier ones."
+                );
                 return ExitCode::SUCCESS;
             }
             other => {
@@ -510,7 +525,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    match run(json_out, verbose) {
+    match run(dir, json_out, verbose) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
