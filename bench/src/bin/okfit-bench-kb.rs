@@ -2,29 +2,34 @@
 //! store (release build, in process).
 //!
 //! From the workspace root: `cargo run --release -p okfit-bench --bin okfit-bench-kb`.
-//! For each size (500 / 5,000 / 20,000 concepts, in bundles of 500 made by
-//! the generator with one seed per bundle) it builds a store tenant under
-//! `bench/out/kb/` once, then measures in a fresh child process:
+//! For each size of `--sizes` (default 500 / 5,000 / 20,000 concepts, in
+//! bundles of 500 made by the generator with one seed per bundle) it builds a
+//! store tenant under `bench/out/kb/` once, then measures in three fresh child
+//! processes (the median of each figure):
 //! - open + first search (a new connection, one search);
-//! - warm search p50 over a rotating set of 24 queries (after one pass);
-//! - batched get of 3 sections p50;
-//! - whole manifest read p50;
+//! - warm search p50/p95 over a rotating set of 24 queries (after one pass);
+//! - batched get of 3 sections p50/p95;
+//! - whole manifest read p50/p95;
 //! - peak RSS (`VmHWM`) of that process.
 //!
 //! Targets at 20,000: open + first search < 100 ms, warm search p50 < 0.3 ms,
 //! get of 3 sections < 0.05 ms, manifest < 1 ms, peak RSS < 150 MB.
 //!
-//! With `--writes` it also measures, on a copy of the 20,000-concept tenant:
-//! single write p50 (commit + the findings for the file, as the MCP tool
-//! answers), stale-hash refusal p50, transact of 25 documents p50, restore
-//! p50 (undoing and redoing the last 25-document batch; also one restore
-//! across all 80 commits of the run) and history page p50. Targets: < 10 ms,
-//! < 1 ms, < 30 ms, < 100 ms, < 1 ms.
+//! With `--writes` (or `--writes-only`, without the reads) it also measures,
+//! per size, on a copy of the tenant: single write (commit + the findings for
+//! the file, as the MCP tool answers), stale-hash refusal, transact of 25
+//! documents, restore (undoing and redoing the last 25-document batch; also
+//! one restore across all 80 commits of the run) and a history page, each
+//! p50/p95. Targets: < 10 ms, < 1 ms, < 30 ms, < 100 ms, < 1 ms.
+//!
+//! Results go to `bench/out/kb/results.json` and, with `--json PATH`, to PATH.
 
 use mimalloc::MiMalloc;
 use okfit::kb::{Change, GetOptions, Knowledge, Pre};
 use okfit_core::kb::slice::SliceOptions;
 
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -33,7 +38,39 @@ static GLOBAL: MiMalloc = MiMalloc;
 
 const SIZES: [usize; 3] = [500, 5_000, 20_000];
 
-use okfit_bench::kbdata::{dsn, out_dir, p50, p95, rss_mb, setup};
+const USAGE: &str =
+    "usage: okfit-bench-kb [--sizes LIST] [--writes | --writes-only] [--json PATH] [--setup-only]
+  --sizes LIST   comma-separated concept counts, multiples of 500 (default 500,5000,20000)
+  --writes       also measure the write side at every size
+  --writes-only  measure only the write side
+  --json PATH    also write the results JSON to PATH
+  --setup-only   build the tenants of --sizes and measure nothing";
+
+use okfit_bench::kbdata::{dsn, out_dir, p50, p95, setup, BUNDLE};
+
+/// This process's peak RSS in MB of 10^6 bytes (`VmHWM`; NaN where unavailable).
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
+}
+
+/// `{"p50", "p95", "runs"}` of `v` in ms.
+fn pct(v: Vec<f64>) -> Value {
+    let runs = v.len();
+    if v.is_empty() {
+        return json!({"p50": null, "p95": null, "runs": 0});
+    }
+    json!({"p50": p50(v.clone()), "p95": p95(v), "runs": runs})
+}
 
 /// The measuring child: prints one JSON line.
 fn child(n: usize) -> Result<(), String> {
@@ -129,14 +166,14 @@ fn child(n: usize) -> Result<(), String> {
     }
     println!(
         "{}",
-        serde_json::json!({
+        json!({
             "concepts": n,
             "open_first_search_ms": open_first,
-            "warm_search_p50_ms": p50(warm),
-            "get_3_sections_p50_ms": p50(gets),
-            "manifest_p50_ms": p50(manifests),
+            "warm_search_ms": pct(warm),
+            "get_3_sections_ms": pct(gets),
+            "manifest_ms": pct(manifests),
             "manifest_chars": m.len(),
-            "peak_rss_mb": rss_mb(),
+            "peak_rss_mb": peak_rss_mb(),
         })
     );
     Ok(())
@@ -153,12 +190,18 @@ fn writes_child(n: usize) -> Result<(), String> {
     let dsn = format!("okf://{}?tenant=w{n}", data.display());
     let kb = Knowledge::open(&dsn).map_err(|e| e.to_string())?;
     let start_rev = kb.head().map_err(|e| e.to_string())?.unwrap_or_default();
-    let docs = kb.list_sources().map_err(|e| e.to_string())?;
-    let concepts: Vec<(String, String, String)> = docs
+    let docs: Vec<(String, String, String)> = kb
+        .list_sources()
+        .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|(_, p, _)| p.contains("concept-"))
-        .step_by(37)
         .collect();
+    // About 500 concepts spread over the tenant (every 37th at 20,000).
+    let step = (docs.len() / 500).clamp(1, 37);
+    let concepts: Vec<_> = docs.into_iter().step_by(step).collect();
+    if concepts.len() < 25 {
+        return Err(format!("only {} concepts to write to", concepts.len()));
+    }
     let body = |i: usize, extra: &str| -> Vec<u8> {
         format!("---\ntype: Decision\ntitle: \"Bench {i}\"\ndescription: \"Written by the benchmark {extra}.\"\nstatus: draft\n---\n\n# Bench {i}\n\nRevenue window schema refresh {extra}.\n\n## Usage\n\nSee [x](/area-000/concept-00001.md).\n").into_bytes()
     };
@@ -235,8 +278,10 @@ fn writes_child(n: usize) -> Result<(), String> {
     }
     // Restore undoing the last 25-document batch, then redoing it.
     let page = kb.history(None, 2).map_err(|e| e.to_string())?;
-    let latest = page.revisions[0].revision.clone();
-    let before_batch = page.revisions[1].revision.clone();
+    let (latest, before_batch) = match page.revisions.as_slice() {
+        [a, b, ..] => (a.revision.clone(), b.revision.clone()),
+        _ => return Err("history has fewer than two revisions".into()),
+    };
     let mut restores = vec![];
     for i in 0..10 {
         let target = if i % 2 == 0 { &before_batch } else { &latest };
@@ -253,16 +298,14 @@ fn writes_child(n: usize) -> Result<(), String> {
     let restore_all = t.elapsed().as_secs_f64() * 1e3;
     println!(
         "{}",
-        serde_json::json!({
+        json!({
             "concepts": n,
-            "write_p50_ms": p50(single.clone()),
-            "write_p95_ms": p95(single),
-            "stale_refusal_p50_ms": p50(refused),
-            "transact25_p50_ms": p50(batches.clone()),
-            "transact25_p95_ms": p95(batches),
-            "restore_p50_ms": p50(restores),
+            "write_ms": pct(single),
+            "stale_refusal_ms": pct(refused),
+            "transact25_ms": pct(batches),
+            "restore_ms": pct(restores),
             "restore_all_ms": restore_all,
-            "history_page_p50_ms": p50(histories),
+            "history_page_ms": pct(histories),
         })
     );
     drop(kb);
@@ -270,137 +313,224 @@ fn writes_child(n: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--writes-child") {
-        let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(20_000);
-        return match writes_child(n) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.get(1).map(String::as_str) == Some("--child") {
-        let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(500);
-        return match child(n) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let sizes: Vec<usize> = match args.iter().position(|a| a == "--sizes") {
-        _ if args.iter().any(|a| a == "--writes-only") => vec![],
-        Some(i) => args
-            .get(i + 1)
-            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
-            .unwrap_or_default(),
-        None => SIZES.to_vec(),
+struct Args {
+    sizes: Vec<usize>,
+    reads: bool,
+    writes: bool,
+    setup_only: bool,
+    json: Option<PathBuf>,
+}
+
+fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
+    let mut out = Args {
+        sizes: SIZES.to_vec(),
+        reads: true,
+        writes: false,
+        setup_only: false,
+        json: None,
     };
-    let me = match std::env::current_exe() {
-        Ok(p) => p,
+    let mut it = args.iter().skip(1);
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        match flag {
+            "-h" | "--help" => return Ok(None),
+            "--writes" => out.writes = true,
+            "--writes-only" => {
+                out.writes = true;
+                out.reads = false;
+            }
+            "--setup-only" => out.setup_only = true,
+            "--sizes" | "--json" => {
+                let value = match inline {
+                    Some(v) => v,
+                    None => it.next().cloned().ok_or(format!("{flag} needs a value"))?,
+                };
+                if flag == "--json" {
+                    out.json = Some(PathBuf::from(value));
+                    continue;
+                }
+                out.sizes = value
+                    .split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| {
+                        s.trim()
+                            .replace('_', "")
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
+                            .ok_or(format!(
+                                "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
+                            ))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if out.sizes.is_empty() {
+                    return Err("--sizes needs at least one size".into());
+                }
+            }
+            _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Runs `me ARGS` and parses its one JSON line.
+fn run_child(me: &Path, args: &[&str]) -> Result<Value, String> {
+    let o = Command::new(me)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", me.display()))?;
+    if !o.status.success() {
+        return Err(format!(
+            "child {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    serde_json::from_slice(&o.stdout).map_err(|e| format!("bad child output: {e}"))
+}
+
+/// The read figures of `n` concepts: the median of three fresh processes.
+fn reads(me: &Path, n: usize) -> Result<Value, String> {
+    let arg = n.to_string();
+    let runs = (0..3)
+        .map(|_| run_child(me, &["--child", &arg]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let med = |f: &dyn Fn(&Value) -> &Value| {
+        let v: Vec<f64> = runs.iter().filter_map(|r| f(r).as_f64()).collect();
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            p50(v)
+        }
+    };
+    let pct_med = |k: &str| {
+        json!({
+            "p50": med(&|r| &r[k]["p50"]),
+            "p95": med(&|r| &r[k]["p95"]),
+            "runs": runs[0][k]["runs"],
+        })
+    };
+    let opens: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r["open_first_search_ms"].as_f64())
+        .collect();
+    let row = json!({
+        "concepts": n,
+        "open_first_search_ms": pct(opens),
+        "warm_search_ms": pct_med("warm_search_ms"),
+        "get_3_sections_ms": pct_med("get_3_sections_ms"),
+        "manifest_ms": pct_med("manifest_ms"),
+        "manifest_chars": runs[0]["manifest_chars"],
+        "peak_rss_mb": med(&|r| &r["peak_rss_mb"]),
+    });
+    println!(
+        "{:>6} concepts: open+first search {:7.2} ms | warm search p50 {:.3} ms | get 3 sections p50 {:.4} ms | manifest p50 {:.3} ms ({} chars) | peak RSS {:.1} MB",
+        n,
+        num(&row["open_first_search_ms"]["p50"]),
+        num(&row["warm_search_ms"]["p50"]),
+        num(&row["get_3_sections_ms"]["p50"]),
+        num(&row["manifest_ms"]["p50"]),
+        row["manifest_chars"],
+        num(&row["peak_rss_mb"]),
+    );
+    Ok(row)
+}
+
+/// The write figures of `n` concepts, from one process on a copy of the tenant.
+fn writes(me: &Path, n: usize) -> Result<Value, String> {
+    let v = run_child(me, &["--writes-child", &n.to_string()])?;
+    println!(
+        "{:>6} concepts: write p50 {:.2} ms (p95 {:.2}) | stale-hash refusal p50 {:.3} ms | transact of 25 p50 {:.2} ms (p95 {:.2}) | restore (25 docs differ) p50 {:.1} ms, (all 80 commits) {:.0} ms | history page p50 {:.3} ms",
+        n,
+        num(&v["write_ms"]["p50"]),
+        num(&v["write_ms"]["p95"]),
+        num(&v["stale_refusal_ms"]["p50"]),
+        num(&v["transact25_ms"]["p50"]),
+        num(&v["transact25_ms"]["p95"]),
+        num(&v["restore_ms"]["p50"]),
+        num(&v["restore_all_ms"]),
+        num(&v["history_page_ms"]["p50"]),
+    );
+    Ok(v)
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn write_json(path: &Path, doc: &Value) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    for &n in &args.sizes {
+        setup(n).map_err(|e| format!("setup of {n}: {e}"))?;
+    }
+    if args.setup_only {
+        return Ok(());
+    }
+    let mut read_rows = vec![];
+    if args.reads {
+        for &n in &args.sizes {
+            read_rows.push(reads(&me, n)?);
+        }
+    }
+    let mut write_rows = vec![];
+    if args.writes {
+        for &n in &args.sizes {
+            write_rows.push(writes(&me, n)?);
+        }
+    }
+    let doc = json!({"reads": read_rows, "writes": write_rows});
+    write_json(&out_dir().join("results.json"), &doc)?;
+    if let Some(path) = &args.json {
+        write_json(path, &doc)?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let child_mode = argv.get(1).map(String::as_str);
+    if matches!(child_mode, Some("--child" | "--writes-child")) {
+        let n: usize = argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(500);
+        let r = if child_mode == Some("--child") {
+            child(n)
+        } else {
+            writes_child(n)
+        };
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let args = match parse_args(&argv) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
-    let mut results = vec![];
-    for n in sizes {
-        if let Err(e) = setup(n) {
-            eprintln!("error: setup of {n}: {e}");
-            return ExitCode::FAILURE;
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
         }
-        // Three fresh processes; the median of each figure.
-        let mut runs: Vec<serde_json::Value> = vec![];
-        for _ in 0..3 {
-            let o = match Command::new(&me).args(["--child", &n.to_string()]).output() {
-                Ok(o) => o,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if !o.status.success() {
-                eprintln!(
-                    "error: child failed: {}",
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                return ExitCode::FAILURE;
-            }
-            match serde_json::from_slice(&o.stdout) {
-                Ok(v) => runs.push(v),
-                Err(e) => {
-                    eprintln!("error: bad child output: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-        }
-        let med = |k: &str| p50(runs.iter().filter_map(|r| r[k].as_f64()).collect());
-        let row = serde_json::json!({
-            "concepts": n,
-            "open_first_search_ms": med("open_first_search_ms"),
-            "warm_search_p50_ms": med("warm_search_p50_ms"),
-            "get_3_sections_p50_ms": med("get_3_sections_p50_ms"),
-            "manifest_p50_ms": med("manifest_p50_ms"),
-            "peak_rss_mb": med("peak_rss_mb"),
-            "manifest_chars": med("manifest_chars"),
-        });
-        println!(
-            "{:>6} concepts: open+first search {:7.2} ms | warm search p50 {:.3} ms | get 3 sections p50 {:.4} ms | manifest p50 {:.3} ms ({} chars) | peak RSS {:.1} MB",
-            n,
-            med("open_first_search_ms"),
-            med("warm_search_p50_ms"),
-            med("get_3_sections_p50_ms"),
-            med("manifest_p50_ms"),
-            med("manifest_chars"),
-            med("peak_rss_mb"),
-        );
-        results.push(row);
     }
-    if args.iter().any(|a| a == "--writes" || a == "--writes-only") {
-        let n = 20_000;
-        if let Err(e) = setup(n) {
-            eprintln!("error: setup of {n}: {e}");
-            return ExitCode::FAILURE;
-        }
-        let o = match Command::new(&me)
-            .args(["--writes-child", &n.to_string()])
-            .output()
-        {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if !o.status.success() {
-            eprintln!(
-                "error: writes child failed: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            return ExitCode::FAILURE;
-        }
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-        println!(
-            "{:>6} concepts: write p50 {:.2} ms (p95 {:.2}) | stale-hash refusal p50 {:.3} ms | transact of 25 p50 {:.2} ms (p95 {:.2}) | restore (25 docs differ) p50 {:.1} ms, (all 80 commits) {:.0} ms | history page p50 {:.3} ms",
-            n,
-            v["write_p50_ms"].as_f64().unwrap_or(f64::NAN),
-            v["write_p95_ms"].as_f64().unwrap_or(f64::NAN),
-            v["stale_refusal_p50_ms"].as_f64().unwrap_or(f64::NAN),
-            v["transact25_p50_ms"].as_f64().unwrap_or(f64::NAN),
-            v["transact25_p95_ms"].as_f64().unwrap_or(f64::NAN),
-            v["restore_p50_ms"].as_f64().unwrap_or(f64::NAN),
-            v["restore_all_ms"].as_f64().unwrap_or(f64::NAN),
-            v["history_page_p50_ms"].as_f64().unwrap_or(f64::NAN),
-        );
-        results.push(v);
-    }
-    let _ = std::fs::write(
-        out_dir().join("results.json"),
-        serde_json::to_string_pretty(&results).unwrap_or_default(),
-    );
-    ExitCode::SUCCESS
 }

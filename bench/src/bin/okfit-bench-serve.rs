@@ -1,29 +1,42 @@
-//! `okfit-bench-serve`: measures `okfit serve` (release build) on the
-//! 5,000-concept store tenant of `okfit-bench-kb`.
+//! `okfit-bench-serve`: measures `okfit serve` (release build) on the store
+//! tenants of `okfit-bench-kb`.
 //!
 //! From the workspace root: `cargo run --release -p okfit-bench --bin okfit-bench-serve`.
-//! It builds `okfit` and `okfit-mcp`, builds tenant `t5000` when missing,
-//! starts `okfit serve` on a unix socket, then measures:
-//! - search over the socket: p50 of 480 searches through an
+//! It builds `okfit` and `okfit-mcp`, then per size of `--sizes` (default
+//! 5000; multiples of 500) builds tenant `t<N>` when missing, starts a fresh
+//! `okfit serve` on a unix socket and measures:
+//! - search over the socket: p50/p95 of 480 searches through an
 //!   `okf+unix://` connection (client and server included), after a pass;
-//! - search through MCP over the daemon: `okfit-mcp okf+unix://…`, p50 of
-//!   480 `tools/call search` round trips over stdio;
+//! - search through MCP over the daemon: `okfit-mcp okf+unix://…`, p50/p95
+//!   of 480 `tools/call search` round trips over stdio;
 //! - requests per second for a mixed read load (search 40 %, get 30 %,
-//!   snapshot 20 %, bundle manifest 10 %) from 4 client threads for 5 s.
+//!   snapshot 20 %, bundle manifest 10 %) from 4 client threads for 5 s;
+//! - the daemon's peak RSS (`VmHWM`) before it is stopped.
 //!
-//! Targets: search over the socket < 0.3 ms, through MCP < 0.5 ms.
+//! `--json PATH` also writes the figures as JSON. Targets: search over the
+//! socket < 0.3 ms, through MCP < 0.5 ms.
 
 use mimalloc::MiMalloc;
 use okfit::kb::{GetOptions, Knowledge};
-use okfit_bench::kbdata::{out_dir, p50, setup};
+use okfit_bench::kbdata::{out_dir, p50, p95, setup, BUNDLE};
 use okfit_core::kb::slice::SliceOptions;
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
 static GLOBAL: MiMalloc = MiMalloc;
+
+const USAGE: &str = "usage: okfit-bench-serve [--sizes LIST] [--json PATH]
+  --sizes LIST   comma-separated concept counts, multiples of 500 (default 5000)
+  --json PATH    also write the results as JSON to PATH";
+
+/// Client threads of the mixed read load.
+const CLIENTS: usize = 4;
+/// Seconds of the mixed read load.
+const SECONDS: u64 = 5;
 
 const QUERIES: [&str; 12] = [
     "revenue window",
@@ -56,15 +69,32 @@ fn bin(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn run() -> Result<(), String> {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "okfit", "--bins"])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !st.success() {
-        return Err("cargo build failed".into());
+/// Peak RSS of process `pid` in MB of 10^6 bytes (`VmHWM`; NaN where unavailable).
+fn peak_rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
+}
+
+/// `{"p50", "p95", "runs"}` of `v` in ms.
+fn pct(v: &[f64]) -> Value {
+    if v.is_empty() {
+        return json!({"p50": null, "p95": null, "runs": 0});
     }
-    setup(5_000)?;
+    json!({"p50": p50(v.to_vec()), "p95": p95(v.to_vec()), "runs": v.len()})
+}
+
+/// Measures a fresh daemon on tenant `t<n>`; returns the size's JSON row.
+fn measure(n: usize) -> Result<Value, String> {
+    setup(n)?;
     let data = out_dir().join("data");
     let sock = out_dir().join("serve.sock");
     let _ = std::fs::remove_file(&sock);
@@ -85,7 +115,7 @@ fn run() -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let dsn = format!("okf+unix://{}?tenant=t5000", sock.display());
+    let dsn = format!("okf+unix://{}?tenant=t{n}", sock.display());
 
     // Search over the socket.
     let kb = Knowledge::open(&dsn).map_err(|e| e.to_string())?;
@@ -154,7 +184,8 @@ fn run() -> Result<(), String> {
         }
     }
 
-    // Mixed read load.
+    // Mixed read load; the manifest is of a second bundle when there is one.
+    let other = format!("b{:02}", usize::from(n / BUNDLE > 1));
     let ids: Vec<String> = kb
         .manifest(Some("b00"))
         .map_err(|e| e.to_string())?
@@ -163,11 +194,15 @@ fn run() -> Result<(), String> {
         .step_by(50)
         .filter_map(|l| l.split('\t').next().map(str::to_string))
         .collect();
-    let stop = Instant::now() + Duration::from_secs(5);
+    if ids.is_empty() {
+        return Err("no concept ids in the manifest of b00".into());
+    }
+    let stop = Instant::now() + Duration::from_secs(SECONDS);
     let mut handles = vec![];
-    for c in 0..4usize {
+    for c in 0..CLIENTS {
         let dsn = dsn.clone();
         let ids = ids.clone();
+        let other = other.clone();
         handles.push(std::thread::spawn(
             move || -> Result<(usize, usize), String> {
                 let kb = Knowledge::open(&dsn).map_err(|e| e.to_string())?;
@@ -185,7 +220,7 @@ fn run() -> Result<(), String> {
                         0..=3 => kb.search(QUERIES[n % QUERIES.len()], 8, None).is_ok(),
                         4..=6 => kb.get(&ids[n % ids.len()..=(n % ids.len())], &opts).is_ok(),
                         7 | 8 => kb.snapshot().is_ok(),
-                        _ => kb.manifest(Some("b01")).is_ok(),
+                        _ => kb.manifest(Some(&other)).is_ok(),
                     };
                     n += 1;
                     if !ok {
@@ -203,18 +238,111 @@ fn run() -> Result<(), String> {
         errors += e;
     }
     drop(mcp);
+    let rss = peak_rss_mb(server.0.id());
     drop(server);
+    let rps = total as f64 / SECONDS as f64;
+    let row = json!({
+        "concepts": n,
+        "socket_search_ms": pct(&direct),
+        "mcp_search_ms": pct(&via_mcp),
+        "rps": rps,
+        "clients": CLIENTS,
+        "seconds": SECONDS,
+        "errors": errors,
+        "daemon_rss_mb": rss,
+    });
     println!(
-        "  5000 concepts: search over the unix socket p50 {:.3} ms | through MCP over the daemon p50 {:.3} ms | mixed reads {:.0} requests/s (4 clients, 5 s, {errors} errors)",
+        "{n:>6} concepts: search over the unix socket p50 {:.3} ms | through MCP over the daemon p50 {:.3} ms | mixed reads {rps:.0} requests/s ({CLIENTS} clients, {SECONDS} s, {errors} errors) | daemon peak RSS {rss:.1} MB",
         p50(direct),
         p50(via_mcp),
-        total as f64 / 5.0
     );
+    Ok(row)
+}
+
+/// Sizes and the `--json` path, or `None` for `--help`.
+type Args = (Vec<usize>, Option<PathBuf>);
+
+fn parse_args() -> Result<Option<Args>, String> {
+    let (mut sizes, mut json_path) = (vec![5_000], None);
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--sizes" | "--json" => {}
+            _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        if flag == "--json" {
+            json_path = Some(PathBuf::from(value));
+            continue;
+        }
+        sizes = value
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .replace('_', "")
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
+                    .ok_or(format!(
+                        "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
+                    ))
+            })
+            .collect::<Result<_, _>>()?;
+        if sizes.is_empty() {
+            return Err("--sizes needs at least one size".into());
+        }
+    }
+    Ok(Some((sizes, json_path)))
+}
+
+fn write_json(path: &Path, doc: &Value) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "okfit", "--bins"])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if !st.success() {
+        return Err("cargo build failed".into());
+    }
+    let mut rows = vec![];
+    for &n in sizes {
+        rows.push(measure(n)?);
+    }
+    if let Some(path) = json_path {
+        write_json(path, &json!({ "sizes": rows }))?;
+    }
     Ok(())
 }
 
 fn main() -> ExitCode {
-    match run() {
+    let (sizes, json_path) = match parse_args() {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&sizes, json_path.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
