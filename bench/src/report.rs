@@ -217,7 +217,7 @@ fn validation(out: &mut String, inputs: &Inputs) {
     let mut head = "| concepts | MB on disk | okfit median (p95) s | okfit RSS MB |".to_string();
     let mut rule = "| ---: | ---: | ---: | ---: |".to_string();
     for p in &inputs.peers {
-        let _ = write!(head, " {p}: median s | RSS MB | time vs okfit |");
+        let _ = write!(head, " {p}: median s | RSS MB | its time / okfit's |");
         rule.push_str(" ---: | ---: | ---: |");
     }
     let _ = writeln!(out, "{head}\n{rule}");
@@ -289,7 +289,7 @@ fn validation(out: &mut String, inputs: &Inputs) {
         verdict(met)
     );
     if !inputs.peers.is_empty() {
-        out.push_str("\"time vs okfit\" is the peer's median over okfit's. The peers do less: okf-cli checks each file on its own, and `okf` has no lint of index files against their folders' contents; okfit also runs its full lint set. The `okf` crate exits 65 when the bundle has warnings, which is expected here.\n");
+        out.push_str("Each tool reads the same bundle from disk and writes its report: okfit `validate --format json` (conformance, lint, links, index and log checks), `okf validate --json` (its V1–V36 checks; it exits 65 because the bundle has warnings, as it should), and okf-cli `validate` (a conformance check per file). The exact commands are under Commands.\n");
     }
     out.push('\n');
 }
@@ -486,7 +486,7 @@ fn wasm(out: &mut String, inputs: &Inputs) {
         verdict(gz.map(|g| g <= 614_400.0))
     );
     out.push_str(
-        "| concepts | `validate()` in the page, ms p50 / p95 | runs |\n| ---: | ---: | ---: |\n",
+        "A generated bundle of valid, interlinked concepts, validated in the page by the preview's module; memory is the browser's and is not measured.\n\n| concepts | `validate()` in the page, ms p50 / p95 | runs |\n| ---: | ---: | ---: |\n",
     );
     let r = rows(&v, "sizes");
     for row in &r {
@@ -592,9 +592,58 @@ fn session(out: &mut String, inputs: &Inputs) {
     }
     let _ = writeln!(
         out,
-        "\nSearch results held the answer's concept for {}/20 questions.\n",
-        int(num(&v, "search_hits"))
+        "\nSearch results held the answer's concept for {}/20 questions. The manifest's advice on this tenant, as the server appends it to the manifest tool's description: \"{}\"\n",
+        int(num(&v, "search_hits")),
+        v.get("advice").and_then(Value::as_str).unwrap_or("–")
     );
+    let strategies = rows(&v, "strategies");
+    let name = |s: &Value| {
+        s.get("strategy")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    let least = |key: &str| {
+        strategies
+            .iter()
+            .filter(|s| num(s, key).is_some())
+            .min_by(|a, b| {
+                num(a, key)
+                    .unwrap_or(0.0)
+                    .total_cmp(&num(b, key).unwrap_or(0.0))
+            })
+            .map(|s| name(s))
+            .unwrap_or_else(|| "–".into())
+    };
+    let _ = write!(
+        out,
+        "langonrock's corpus and questions are its own and not published in full; these figures apply its billing to this corpus and these questions. Least billed here: {}; fewest calls: {}.",
+        least("billed_tokens"),
+        least("calls")
+    );
+    if let (Some(m), Some(manifest)) = (
+        strategies.iter().find(|s| name(s).contains("manifest")),
+        num(&v, "reads.manifest"),
+    ) {
+        let calls = num(m, "calls").unwrap_or(0.0);
+        let _ = write!(
+            out,
+            " The manifest strategy re-reads the {}-token manifest at the cache rate on each of its {} calls: {} of its {} tokens.",
+            int(Some(manifest)),
+            int(Some(calls)),
+            int(Some(manifest * 0.1 * calls)),
+            int(num(m, "billed_tokens"))
+        );
+    }
+    if strategies
+        .iter()
+        .find(|s| name(s).contains("navigation"))
+        .and_then(|s| num(s, "billed_tokens"))
+        .is_some_and(|b| b < 116_357.0)
+    {
+        out.push_str(" The plain navigator bills less than in langonrock's run: navigation here is perfect, and each folder's `index.md` carries every concept's description, so questions about what a concept is for cost nothing once the index is read.");
+    }
+    out.push_str("\n\n");
     out.push_str("| read | tokens | langonrock |\n| --- | ---: | ---: |\n");
     for (label, key, anchor) in [
         (

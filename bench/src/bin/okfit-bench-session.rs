@@ -434,6 +434,7 @@ fn run(dir: PathBuf, json_out: Option<PathBuf>, verbose: bool) -> Result<(), Str
         .map(|d| tokens(&d.text))
         .sum();
     let manifest = tokens(&c.manifest);
+    let advice = okfit_core::kb::model::advice(&c.manifest);
 
     let strategies = [
         ("OKF index navigation", &nav, 116_357, 30),
@@ -449,6 +450,7 @@ fn run(dir: PathBuf, json_out: Option<PathBuf>, verbose: bool) -> Result<(), Str
         println!("| {name} | {:.0} | {} | {lb} | {lc} |", s.billed, s.calls);
     }
     println!("search results held the answer for {hits}/20 questions");
+    println!("the manifest's advice: {advice}");
     println!("| read | tokens |\n| --- | ---: |");
     println!("| whole concept file (mean) | {:.0} |", mean(&whole));
     println!("| get(id) (mean) | {:.0} |", mean(&get_whole));
@@ -474,6 +476,7 @@ fn run(dir: PathBuf, json_out: Option<PathBuf>, verbose: bool) -> Result<(), Str
                 "langonrock_calls": lc,
             })).collect::<Vec<_>>(),
             "search_hits": hits,
+            "advice": advice,
             "reads": {
                 "whole_file": mean(&whole).round(),
                 "get": mean(&get_whole).round(),
