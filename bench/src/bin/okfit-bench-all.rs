@@ -115,6 +115,9 @@ fn run(root: &Path, steps: &mut Vec<Step>, name: &str, argv: &[String]) -> bool 
         .collect::<Vec<_>>()
         .join(" ");
     eprintln!("\n== okfit-bench-all: {name}\n$ {display}");
+    // Let the machine settle after the step before (page cache writes,
+    // processes still exiting), so one step does not tax the next.
+    std::thread::sleep(std::time::Duration::from_secs(2));
     let t = Instant::now();
     let status = Command::new(&argv[0])
         .args(&argv[1..])

@@ -4,7 +4,7 @@
 //! From the workspace root: `cargo run --release -p okfit-bench --bin okfit-bench-kb`.
 //! For each size of `--sizes` (default 500 / 5,000 / 20,000 concepts, in
 //! bundles of 500 made by the generator with one seed per bundle) it builds a
-//! store tenant under `bench/out/kb/` once, then measures in three fresh child
+//! store tenant under `bench/out/kb/` once, then measures in five fresh child
 //! processes (the median of each figure):
 //! - open + first search (a new connection, one search);
 //! - warm search p50/p95 over a rotating set of 24 queries (after one pass);
@@ -392,10 +392,10 @@ fn run_child(me: &Path, args: &[&str]) -> Result<Value, String> {
     serde_json::from_slice(&o.stdout).map_err(|e| format!("bad child output: {e}"))
 }
 
-/// The read figures of `n` concepts: the median of three fresh processes.
+/// The read figures of `n` concepts: the median of five fresh processes.
 fn reads(me: &Path, n: usize) -> Result<Value, String> {
     let arg = n.to_string();
-    let runs = (0..3)
+    let runs = (0..5)
         .map(|_| run_child(me, &["--child", &arg]))
         .collect::<Result<Vec<_>, _>>()?;
     let med = |f: &dyn Fn(&Value) -> &Value| {
