@@ -313,6 +313,57 @@ fn main() -> ExitCode {
         notes.push("Peers were not run (--no-peers).".into());
     }
 
+    // Everything is built before anything is measured; then the disk is
+    // synced and the machine left alone for a moment.
+    let node = works("node", &["--version"]);
+    let mut node_ready = false;
+    let mut browser_ready = false;
+    if !args.node {
+        notes.push("The Node package was not measured (--no-node).".into());
+    } else if node.is_none() {
+        notes.push("The Node package was not measured: node is not installed.".into());
+    } else if built {
+        node_ready = run(
+            &root,
+            &mut steps,
+            "build the Node addon",
+            &[rel("scripts/build-node.sh"), s("--release")],
+        );
+    }
+    if !args.browser {
+        notes.push("WebAssembly in the browser was not measured (--no-browser).".into());
+    } else if node.is_none() || !Path::new("/usr/bin/chromium").exists() {
+        notes.push("WebAssembly in the browser was not measured: it needs node and Debian's chromium (/usr/bin/chromium); `./scripts/test.sh` installs both.".into());
+    } else if built {
+        let deps = root
+            .join("tests/node/node_modules/playwright-core")
+            .exists()
+            || run(
+                &root,
+                &mut steps,
+                "install the browser driver",
+                &[
+                    s("npm"),
+                    s("ci"),
+                    s("--prefix"),
+                    rel("tests/node"),
+                    s("--no-audit"),
+                    s("--no-fund"),
+                ],
+            );
+        browser_ready = deps
+            && run(
+                &root,
+                &mut steps,
+                "build the WebAssembly package",
+                &[rel("scripts/build-wasm.sh")],
+            );
+    }
+    if built {
+        let _ = Command::new("sync").status();
+        std::thread::sleep(std::time::Duration::from_secs(5));
+    }
+
     if built {
         let bin = |b: &str| rel(&format!("target/release/{b}"));
         let mut v = vec![
@@ -385,83 +436,37 @@ fn main() -> ExitCode {
             "tokens",
             &[bin("okfit-bench-tokens"), s("--json"), json("tokens.json")],
         );
-        let node = works("node", &["--version"]);
-        if args.node {
-            if node.is_some() {
-                if run(
-                    &root,
-                    &mut steps,
-                    "build the Node addon",
-                    &[rel("scripts/build-node.sh"), s("--release")],
-                ) {
-                    run(
-                        &root,
-                        &mut steps,
-                        "Node package",
-                        &[
-                            s("node"),
-                            rel("bench/node/npx.mjs"),
-                            s("--sizes"),
-                            sizes.clone(),
-                            s("--json"),
-                            json("npx.json"),
-                        ],
-                    );
-                }
-            } else {
-                notes.push("The Node package was not measured: node is not installed.".into());
-            }
-        } else {
-            notes.push("The Node package was not measured (--no-node).".into());
+        if node_ready {
+            run(
+                &root,
+                &mut steps,
+                "Node package",
+                &[
+                    s("node"),
+                    rel("bench/node/npx.mjs"),
+                    s("--sizes"),
+                    sizes.clone(),
+                    s("--json"),
+                    json("npx.json"),
+                ],
+            );
         }
-        if args.browser {
-            let chromium = Path::new("/usr/bin/chromium").exists();
-            if node.is_none() || !chromium {
-                notes.push("WebAssembly in the browser was not measured: it needs node and Debian's chromium (/usr/bin/chromium); `./scripts/test.sh` installs both.".into());
-            } else {
-                let deps = root
-                    .join("tests/node/node_modules/playwright-core")
-                    .exists()
-                    || run(
-                        &root,
-                        &mut steps,
-                        "install the browser driver",
-                        &[
-                            s("npm"),
-                            s("ci"),
-                            s("--prefix"),
-                            rel("tests/node"),
-                            s("--no-audit"),
-                            s("--no-fund"),
-                        ],
-                    );
-                if deps
-                    && run(
-                        &root,
-                        &mut steps,
-                        "build the WebAssembly package",
-                        &[rel("scripts/build-wasm.sh")],
-                    )
-                {
-                    let mut wasm_sizes = vec![100];
-                    wasm_sizes.extend(&args.sizes);
-                    run(
-                        &root,
-                        &mut steps,
-                        "WebAssembly in Chromium",
-                        &[
-                            s("node"),
-                            rel("bench/node/wasm-browser.mjs"),
-                            s("--sizes"),
-                            join(&wasm_sizes),
-                            s("--json"),
-                            json("wasm.json"),
-                        ],
-                    );
-                }
-            }
-        } else {
-            notes.push("WebAssembly in the browser was not measured (--no-browser).".into());
+        if browser_ready {
+            let mut wasm_sizes = vec![100];
+            wasm_sizes.extend(&args.sizes);
+            run(
+                &root,
+                &mut steps,
+                "WebAssembly in Chromium",
+                &[
+                    s("node"),
+                    rel("bench/node/wasm-browser.mjs"),
+                    s("--sizes"),
+                    join(&wasm_sizes),
+                    s("--json"),
+                    json("wasm.json"),
+                ],
+            );
         }
     }
 
