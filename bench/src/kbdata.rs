@@ -21,9 +21,14 @@ pub fn dsn(n: usize) -> String {
     format!("okf://{}?tenant=t{n}", out_dir().join("data").display())
 }
 
-/// This process's peak RSS in MB (`VmHWM`; 0 where unavailable).
-pub fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+/// Peak RSS (`VmHWM`) of process `pid`, or of this process when `None`, in
+/// MB of 10^6 bytes; NaN where `/proc` does not say.
+pub fn peak_rss_mb(pid: Option<u32>) -> f64 {
+    let status = match pid {
+        Some(p) => format!("/proc/{p}/status"),
+        None => "/proc/self/status".to_string(),
+    };
+    std::fs::read_to_string(status)
         .ok()
         .and_then(|s| {
             s.lines()
@@ -33,7 +38,38 @@ pub fn rss_mb() -> f64 {
                 .parse::<f64>()
                 .ok()
         })
-        .map_or(0.0, |kb| kb / 1024.0)
+        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
+}
+
+/// Parses a `--sizes` value: comma-separated concept counts, each a positive
+/// multiple of [`BUNDLE`] (tenants are built from bundles of that size).
+pub fn parse_sizes(value: &str) -> Result<Vec<usize>, String> {
+    let sizes = value
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.trim()
+                .replace('_', "")
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
+                .ok_or(format!(
+                    "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
+                ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if sizes.is_empty() {
+        return Err("--sizes needs at least one size".into());
+    }
+    Ok(sizes)
+}
+
+/// `{"p50", "p95", "runs"}` of latencies `v` (ms); nulls when `v` is empty.
+pub fn pct(v: &[f64]) -> serde_json::Value {
+    if v.is_empty() {
+        return serde_json::json!({"p50": null, "p95": null, "runs": 0});
+    }
+    serde_json::json!({"p50": p50(v.to_vec()), "p95": p95(v.to_vec()), "runs": v.len()})
 }
 
 fn collect(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::Result<()> {

@@ -122,6 +122,17 @@ fn load(dir: &Path, file: &str) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
+/// Starts a section: its heading, then its benchmark's JSON, or the words
+/// "Not measured in this run." when the file is missing.
+fn section(out: &mut String, inputs: &Inputs, heading: &str, file: &str) -> Option<Value> {
+    let _ = write!(out, "{heading}\n\n");
+    let v = load(&inputs.suite, file);
+    if v.is_none() {
+        out.push_str("Not measured in this run.\n\n");
+    }
+    v
+}
+
 /// The number at a `.`-separated path.
 fn num(v: &Value, path: &str) -> Option<f64> {
     path.split('.')
@@ -203,9 +214,12 @@ fn percentile(walls: &[f64], p: usize) -> Option<f64> {
 }
 
 fn validation(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Validation: `okfit validate` and its peers\n\n");
-    let Some(v) = load(&inputs.suite, "validate.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Validation: `okfit validate` and its peers",
+        "validate.json",
+    ) else {
         return;
     };
     let results = rows(&v, "results");
@@ -295,9 +309,12 @@ fn validation(out: &mut String, inputs: &Inputs) {
 }
 
 fn mcp(out: &mut String, inputs: &Inputs) {
-    out.push_str("## MCP server, project mode (`okfit-mcp` over stdio)\n\n");
-    let Some(v) = load(&inputs.suite, "mcp.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## MCP server, project mode (`okfit-mcp` over stdio)",
+        "mcp.json",
+    ) else {
         return;
     };
     let _ = writeln!(
@@ -335,9 +352,12 @@ fn mcp(out: &mut String, inputs: &Inputs) {
 }
 
 fn store(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Knowledge store (embedded SQLite tenant)\n\n");
-    let Some(v) = load(&inputs.suite, "kb.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Knowledge store (embedded SQLite tenant)",
+        "kb.json",
+    ) else {
         return;
     };
     out.push_str("Tenants of bundles of 500 generated concepts. Reads in fresh processes; milliseconds, p50 / p95.\n\n");
@@ -398,9 +418,12 @@ fn store(out: &mut String, inputs: &Inputs) {
 }
 
 fn daemon(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Daemon (`okfit serve` on a unix socket)\n\n");
-    let Some(v) = load(&inputs.suite, "serve.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Daemon (`okfit serve` on a unix socket)",
+        "serve.json",
+    ) else {
         return;
     };
     out.push_str("| concepts | search over the socket, ms p50 / p95 | search through `okfit-mcp` over the daemon | mixed reads, requests/s (4 clients) | errors | daemon peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
@@ -433,9 +456,7 @@ fn daemon(out: &mut String, inputs: &Inputs) {
 }
 
 fn node(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Node package (`@okfit/mcp`)\n\n");
-    let Some(v) = load(&inputs.suite, "npx.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(out, inputs, "## Node package (`@okfit/mcp`)", "npx.json") else {
         return;
     };
     let _ = writeln!(
@@ -472,9 +493,12 @@ fn node(out: &mut String, inputs: &Inputs) {
 }
 
 fn wasm(out: &mut String, inputs: &Inputs) {
-    out.push_str("## WebAssembly (`@okfit/wasm`) in headless Chromium\n\n");
-    let Some(v) = load(&inputs.suite, "wasm.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## WebAssembly (`@okfit/wasm`) in headless Chromium",
+        "wasm.json",
+    ) else {
         return;
     };
     let gz = num(&v, "wasm_gzip_bytes");
@@ -506,9 +530,12 @@ fn wasm(out: &mut String, inputs: &Inputs) {
 }
 
 fn tokens(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Tokens: tool definitions and the manifest\n\n");
-    let Some(v) = load(&inputs.suite, "tokens.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Tokens: tool definitions and the manifest",
+        "tokens.json",
+    ) else {
         return;
     };
     out.push_str("Each tool's `tools/list` entry exactly as served (JSON, descriptions with their \"when to call\" guidance and the manifest's advice), in o200k tokens (tiktoken-rs) and in characters/4, the unit langonrock reports.\n\n");
@@ -572,9 +599,7 @@ fn tokens(out: &mut String, inputs: &Inputs) {
 }
 
 fn session(out: &mut String, inputs: &Inputs) {
-    out.push_str("## Agent-session bill\n\n");
-    let Some(v) = load(&inputs.suite, "session.json") else {
-        out.push_str("Not measured in this run.\n\n");
+    let Some(v) = section(out, inputs, "## Agent-session bill", "session.json") else {
         return;
     };
     out.push_str("Twenty fixed questions over a generated 500-concept reference tenant (a warehouse catalogue shaped like Google's OKF samples: `# Schema` and `# Joins` sections, links, about 2 KB per concept), billed by langonrock's method: a call bills its new content in full and everything already in context at 10%; a call adding nothing new is not counted; tokens = characters/4. The tools answer as over MCP. Every strategy must end each question holding its answer's text.\n\n");

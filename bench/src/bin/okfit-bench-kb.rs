@@ -46,31 +46,7 @@ const USAGE: &str =
   --json PATH    also write the results JSON to PATH
   --setup-only   build the tenants of --sizes and measure nothing";
 
-use okfit_bench::kbdata::{dsn, out_dir, p50, p95, setup, BUNDLE};
-
-/// This process's peak RSS in MB of 10^6 bytes (`VmHWM`; NaN where unavailable).
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
-}
-
-/// `{"p50", "p95", "runs"}` of `v` in ms.
-fn pct(v: Vec<f64>) -> Value {
-    let runs = v.len();
-    if v.is_empty() {
-        return json!({"p50": null, "p95": null, "runs": 0});
-    }
-    json!({"p50": p50(v.clone()), "p95": p95(v), "runs": runs})
-}
+use okfit_bench::kbdata::{dsn, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup};
 
 /// The measuring child: prints one JSON line.
 fn child(n: usize) -> Result<(), String> {
@@ -169,11 +145,11 @@ fn child(n: usize) -> Result<(), String> {
         json!({
             "concepts": n,
             "open_first_search_ms": open_first,
-            "warm_search_ms": pct(warm),
-            "get_3_sections_ms": pct(gets),
-            "manifest_ms": pct(manifests),
+            "warm_search_ms": pct(&warm),
+            "get_3_sections_ms": pct(&gets),
+            "manifest_ms": pct(&manifests),
             "manifest_chars": m.len(),
-            "peak_rss_mb": peak_rss_mb(),
+            "peak_rss_mb": peak_rss_mb(None),
         })
     );
     Ok(())
@@ -300,12 +276,12 @@ fn writes_child(n: usize) -> Result<(), String> {
         "{}",
         json!({
             "concepts": n,
-            "write_ms": pct(single),
-            "stale_refusal_ms": pct(refused),
-            "transact25_ms": pct(batches),
-            "restore_ms": pct(restores),
+            "write_ms": pct(&single),
+            "stale_refusal_ms": pct(&refused),
+            "transact25_ms": pct(&batches),
+            "restore_ms": pct(&restores),
             "restore_all_ms": restore_all,
-            "history_page_ms": pct(histories),
+            "history_page_ms": pct(&histories),
         })
     );
     drop(kb);
@@ -352,23 +328,7 @@ fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
                     out.json = Some(PathBuf::from(value));
                     continue;
                 }
-                out.sizes = value
-                    .split(',')
-                    .filter(|s| !s.trim().is_empty())
-                    .map(|s| {
-                        s.trim()
-                            .replace('_', "")
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
-                            .ok_or(format!(
-                                "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
-                            ))
-                    })
-                    .collect::<Result<_, _>>()?;
-                if out.sizes.is_empty() {
-                    return Err("--sizes needs at least one size".into());
-                }
+                out.sizes = parse_sizes(&value)?;
             }
             _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
         }
@@ -419,7 +379,7 @@ fn reads(me: &Path, n: usize) -> Result<Value, String> {
         .collect();
     let row = json!({
         "concepts": n,
-        "open_first_search_ms": pct(opens),
+        "open_first_search_ms": pct(&opens),
         "warm_search_ms": pct_med("warm_search_ms"),
         "get_3_sections_ms": pct_med("get_3_sections_ms"),
         "manifest_ms": pct_med("manifest_ms"),

@@ -105,15 +105,7 @@ impl Session {
     }
 
     fn peak_rss_mb(&self) -> Option<f64> {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let kb: f64 = s
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
-        Some(kb * 1024.0 / 1e6)
+        Some(okfit_bench::kbdata::peak_rss_mb(Some(self.child.id()))).filter(|x| !x.is_nan())
     }
 
     fn close(mut self) {

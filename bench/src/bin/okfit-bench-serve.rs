@@ -18,7 +18,7 @@
 
 use mimalloc::MiMalloc;
 use okfit::kb::{GetOptions, Knowledge};
-use okfit_bench::kbdata::{out_dir, p50, p95, setup, BUNDLE};
+use okfit_bench::kbdata::{out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
 use okfit_core::kb::slice::SliceOptions;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -67,29 +67,6 @@ fn bin(name: &str) -> PathBuf {
         .join("target")
         .join("release")
         .join(name)
-}
-
-/// Peak RSS of process `pid` in MB of 10^6 bytes (`VmHWM`; NaN where unavailable).
-fn peak_rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))?
-                .split_whitespace()
-                .nth(1)?
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(f64::NAN, |kib| kib * 1024.0 / 1e6)
-}
-
-/// `{"p50", "p95", "runs"}` of `v` in ms.
-fn pct(v: &[f64]) -> Value {
-    if v.is_empty() {
-        return json!({"p50": null, "p95": null, "runs": 0});
-    }
-    json!({"p50": p50(v.to_vec()), "p95": p95(v.to_vec()), "runs": v.len()})
 }
 
 /// Measures a fresh daemon on tenant `t<n>`; returns the size's JSON row.
@@ -238,7 +215,7 @@ fn measure(n: usize) -> Result<Value, String> {
         errors += e;
     }
     drop(mcp);
-    let rss = peak_rss_mb(server.0.id());
+    let rss = peak_rss_mb(Some(server.0.id()));
     drop(server);
     let rps = total as f64 / SECONDS as f64;
     let row = json!({
@@ -283,23 +260,7 @@ fn parse_args() -> Result<Option<Args>, String> {
             json_path = Some(PathBuf::from(value));
             continue;
         }
-        sizes = value
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                s.trim()
-                    .replace('_', "")
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
-                    .ok_or(format!(
-                        "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
-                    ))
-            })
-            .collect::<Result<_, _>>()?;
-        if sizes.is_empty() {
-            return Err("--sizes needs at least one size".into());
-        }
+        sizes = parse_sizes(&value)?;
     }
     Ok(Some((sizes, json_path)))
 }
