@@ -163,22 +163,11 @@ fn pair(v: &Value, path: &str) -> String {
 fn int(x: Option<f64>) -> String {
     match x {
         None => "–".into(),
-        Some(x) => {
-            let n = x.round() as i64;
-            let digits = n.abs().to_string();
-            let mut out = String::new();
-            for (i, c) in digits.chars().enumerate() {
-                if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            if n < 0 {
-                format!("-{out}")
-            } else {
-                out
-            }
-        }
+        Some(x) if x < 0.0 => format!(
+            "-{}",
+            okfit_core::kb::model::with_commas((-x).round() as u64)
+        ),
+        Some(x) => okfit_core::kb::model::with_commas(x.round() as u64),
     }
 }
 

@@ -154,15 +154,7 @@ fn ms(d: Duration) -> f64 {
 
 /// `n` with thousands separators.
 fn count(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    okfit_core::kb::model::with_commas(n as u64)
 }
 
 struct Args {

@@ -937,7 +937,9 @@ fn to_precision2(n: u64) -> u64 {
     (n + p / 2) / p * p
 }
 
-fn with_commas(n: u64) -> String {
+/// `n` with a comma between each group of three digits (`20,000`), as the
+/// advice sentence and the benchmark reports print counts.
+pub fn with_commas(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
