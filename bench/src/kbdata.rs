@@ -6,6 +6,35 @@ use okfit::kb::{Change, Knowledge, Pre};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The search queries the store and daemon benchmarks rotate through:
+/// words the generator writes, one to three per query.
+pub const QUERIES: [&str; 24] = [
+    "revenue window",
+    "schema refresh",
+    "weekly cohort pipeline",
+    "latency incident",
+    "customer region",
+    "approval budget",
+    "dashboard metric",
+    "owner review",
+    "upstream column",
+    "partition table",
+    "daily aggregate",
+    "join query",
+    "session payment choice",
+    "event account facts",
+    "support reference",
+    "usage history",
+    "threshold cohort",
+    "downstream table",
+    "security infra",
+    "finance support",
+    "refresh nostrud",
+    "incident latency window",
+    "metric definition",
+    "region revenue daily",
+];
+
 /// Concepts per generated bundle.
 pub const BUNDLE: usize = 500;
 

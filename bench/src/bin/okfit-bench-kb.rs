@@ -46,39 +46,11 @@ const USAGE: &str =
   --json PATH    also write the results JSON to PATH
   --setup-only   build the tenants of --sizes and measure nothing";
 
-use okfit_bench::kbdata::{dsn, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup};
+use okfit_bench::kbdata::{dsn, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, QUERIES};
 
 /// The measuring child: prints one JSON line.
 fn child(n: usize) -> Result<(), String> {
-    let queries: Vec<String> = [
-        "revenue window",
-        "schema refresh",
-        "weekly cohort pipeline",
-        "latency incident",
-        "customer region",
-        "approval budget",
-        "dashboard metric",
-        "owner review",
-        "upstream column",
-        "partition table",
-        "daily aggregate",
-        "join query",
-        "session payment choice",
-        "event account facts",
-        "support reference",
-        "usage history",
-        "threshold cohort",
-        "downstream table",
-        "security infra",
-        "finance support",
-        "refresh nostrud",
-        "incident latency window",
-        "metric definition",
-        "region revenue daily",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let queries: Vec<String> = QUERIES.iter().map(|s| s.to_string()).collect();
     let t = Instant::now();
     let kb = Knowledge::open(&dsn(n)).map_err(|e| e.to_string())?;
     if std::env::var_os("OKFIT_BENCH_SPLIT").is_some() {

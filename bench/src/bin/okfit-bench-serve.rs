@@ -38,20 +38,8 @@ const CLIENTS: usize = 4;
 /// Seconds of the mixed read load.
 const SECONDS: u64 = 5;
 
-const QUERIES: [&str; 12] = [
-    "revenue window",
-    "schema refresh",
-    "weekly cohort pipeline",
-    "latency incident",
-    "customer region",
-    "approval budget",
-    "dashboard metric",
-    "owner review",
-    "upstream column",
-    "partition table",
-    "daily aggregate",
-    "join query",
-];
+/// The first twelve of the store benchmark's queries.
+const QUERIES: &[&str] = okfit_bench::kbdata::QUERIES.split_at(12).0;
 
 struct Kill(Child);
 impl Drop for Kill {
