@@ -297,6 +297,66 @@ fn validation(out: &mut String, inputs: &Inputs) {
     out.push('\n');
 }
 
+/// How a column of a per-size table shows its figure.
+#[derive(Clone, Copy)]
+enum Col {
+    /// A latency object, `p50 / p95`.
+    Pair,
+    /// A whole number with separators.
+    Int,
+    /// One decimal.
+    One,
+    /// Milliseconds, by magnitude.
+    Ms,
+    /// Two decimals.
+    Ratio,
+}
+
+/// A table of one row per size: the concept count, then `cols`
+/// (`(heading, key, how)`).
+fn size_table(out: &mut String, rows: &[&Value], cols: &[(&str, &str, Col)]) {
+    out.push_str("| concepts |");
+    for (heading, _, _) in cols {
+        let _ = write!(out, " {heading} |");
+    }
+    out.push_str("\n| ---: |");
+    out.push_str(&" ---: |".repeat(cols.len()));
+    out.push('\n');
+    for row in rows {
+        let _ = write!(out, "| {} |", int(num(row, "concepts")));
+        for (_, key, how) in cols {
+            let cell = match how {
+                Col::Pair => pair(row, key),
+                Col::Int => int(num(row, key)),
+                Col::One => one(num(row, key)),
+                Col::Ms => ms(num(row, key)),
+                Col::Ratio => num(row, key).map_or("–".into(), |x| format!("{x:.2}")),
+            };
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+}
+
+/// The line of targets stated at `concepts`: each `(label, key, limit)` is
+/// met when the figure at `key` of that size's row is below `limit`.
+fn targets(out: &mut String, rows: &[&Value], concepts: usize, checks: &[(&str, &str, f64)]) {
+    let row = at(rows, concepts);
+    let parts: Vec<String> = checks
+        .iter()
+        .map(|(label, key, limit)| {
+            let ok = row.and_then(|r| num(r, key)).map(|x| x < *limit);
+            format!("{label}: {}", verdict(ok))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\nTargets at {}: {}.\n",
+        int(Some(concepts as f64)),
+        parts.join("; ")
+    );
+}
+
 fn mcp(out: &mut String, inputs: &Inputs) {
     let Some(v) = section(
         out,
@@ -312,31 +372,31 @@ fn mcp(out: &mut String, inputs: &Inputs) {
         pair(&v, "startup_ms"),
         verdict(num(&v, "startup_ms.p50").map(|x| x < 10.0))
     );
-    out.push_str("| concepts | first `list_concepts` after spawn, ms p50 / p95 | warm `list_concepts` ms | warm `get_concept` ms | peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: |\n");
     let r = rows(&v, "sizes");
-    for row in &r {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} |",
-            int(num(row, "concepts")),
-            pair(row, "first_call_ms"),
-            pair(row, "list_ms"),
-            pair(row, "get_ms"),
-            one(num(row, "rss_mb"))
-        );
-    }
-    let ten = at(&r, 10_000);
-    let _ = writeln!(
+    size_table(
         out,
-        "\nTargets at 10,000: first call < 300 ms: {}; warm calls < 1 ms: {}; RSS < 100 MB: {}.\n",
-        verdict(
-            ten.and_then(|t| num(t, "first_call_ms.p50"))
-                .map(|x| x < 300.0)
-        ),
-        verdict(
-            ten.and_then(|t| Some(num(t, "list_ms.p50")? < 1.0 && num(t, "get_ms.p50")? < 1.0))
-        ),
-        verdict(ten.and_then(|t| num(t, "rss_mb")).map(|x| x < 100.0))
+        &r,
+        &[
+            (
+                "first `list_concepts` after spawn, ms p50 / p95",
+                "first_call_ms",
+                Col::Pair,
+            ),
+            ("warm `list_concepts` ms", "list_ms", Col::Pair),
+            ("warm `get_concept` ms", "get_ms", Col::Pair),
+            ("peak RSS MB", "rss_mb", Col::One),
+        ],
+    );
+    targets(
+        out,
+        &r,
+        10_000,
+        &[
+            ("first call < 300 ms", "first_call_ms.p50", 300.0),
+            ("warm `list_concepts` < 1 ms", "list_ms.p50", 1.0),
+            ("warm `get_concept` < 1 ms", "get_ms.p50", 1.0),
+            ("RSS < 100 MB", "rss_mb", 100.0),
+        ],
     );
 }
 
@@ -350,58 +410,64 @@ fn store(out: &mut String, inputs: &Inputs) {
         return;
     };
     out.push_str("Tenants of bundles of 500 generated concepts. Reads in fresh processes; milliseconds, p50 / p95.\n\n");
-    out.push_str("| concepts | open + first search | warm search | batched get of 3 sections | whole manifest | peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let r = rows(&v, "reads");
-    for row in &r {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            int(num(row, "concepts")),
-            pair(row, "open_first_search_ms"),
-            pair(row, "warm_search_ms"),
-            pair(row, "get_3_sections_ms"),
-            pair(row, "manifest_ms"),
-            one(num(row, "peak_rss_mb"))
-        );
-    }
-    let big = at(&r, 20_000);
-    let p = |k: &str| big.and_then(|b| num(b, &format!("{k}.p50")));
-    let _ = writeln!(
+    size_table(
         out,
-        "\nTargets at 20,000: open + first search < 100 ms: {}; warm search < 0.3 ms: {}; get < 0.05 ms: {}; manifest < 1 ms: {}; RSS < 150 MB: {}.\n",
-        verdict(p("open_first_search_ms").map(|x| x < 100.0)),
-        verdict(p("warm_search_ms").map(|x| x < 0.3)),
-        verdict(p("get_3_sections_ms").map(|x| x < 0.05)),
-        verdict(p("manifest_ms").map(|x| x < 1.0)),
-        verdict(big.and_then(|b| num(b, "peak_rss_mb")).map(|x| x < 150.0))
+        &r,
+        &[
+            ("open + first search", "open_first_search_ms", Col::Pair),
+            ("warm search", "warm_search_ms", Col::Pair),
+            ("batched get of 3 sections", "get_3_sections_ms", Col::Pair),
+            ("whole manifest", "manifest_ms", Col::Pair),
+            ("peak RSS MB", "peak_rss_mb", Col::One),
+        ],
+    );
+    targets(
+        out,
+        &r,
+        20_000,
+        &[
+            (
+                "open + first search < 100 ms",
+                "open_first_search_ms.p50",
+                100.0,
+            ),
+            ("warm search < 0.3 ms", "warm_search_ms.p50", 0.3),
+            ("get < 0.05 ms", "get_3_sections_ms.p50", 0.05),
+            ("manifest < 1 ms", "manifest_ms.p50", 1.0),
+            ("RSS < 150 MB", "peak_rss_mb", 150.0),
+        ],
     );
     let w = rows(&v, "writes");
     if !w.is_empty() {
         out.push_str("Writes, on a copy of each tenant; milliseconds, p50 / p95. A write's time includes the validator's findings for the file, as the `write` tool answers.\n\n");
-        out.push_str("| concepts | write | stale-hash refusal | transact of 25 | restore (undo/redo 25) | restore across every commit of the run | history page |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-        for row in &w {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                int(num(row, "concepts")),
-                pair(row, "write_ms"),
-                pair(row, "stale_refusal_ms"),
-                pair(row, "transact25_ms"),
-                pair(row, "restore_ms"),
-                ms(num(row, "restore_all_ms")),
-                pair(row, "history_page_ms")
-            );
-        }
-        let big = at(&w, 20_000);
-        let p = |k: &str| big.and_then(|b| num(b, &format!("{k}.p50")));
-        let _ = writeln!(
+        size_table(
             out,
-            "\nTargets at 20,000: write < 10 ms: {}; refusal < 1 ms: {}; transact < 30 ms: {}; restore < 100 ms: {}; history < 1 ms: {}.\n",
-            verdict(p("write_ms").map(|x| x < 10.0)),
-            verdict(p("stale_refusal_ms").map(|x| x < 1.0)),
-            verdict(p("transact25_ms").map(|x| x < 30.0)),
-            verdict(p("restore_ms").map(|x| x < 100.0)),
-            verdict(p("history_page_ms").map(|x| x < 1.0))
+            &w,
+            &[
+                ("write", "write_ms", Col::Pair),
+                ("stale-hash refusal", "stale_refusal_ms", Col::Pair),
+                ("transact of 25", "transact25_ms", Col::Pair),
+                ("restore (undo/redo 25)", "restore_ms", Col::Pair),
+                (
+                    "restore across every commit of the run",
+                    "restore_all_ms",
+                    Col::Ms,
+                ),
+                ("history page", "history_page_ms", Col::Pair),
+            ],
+        );
+        targets(
+            out,
+            &w,
+            20_000,
+            &[
+                ("write < 10 ms", "write_ms.p50", 10.0),
+                ("refusal < 1 ms", "stale_refusal_ms.p50", 1.0),
+                ("transact < 30 ms", "transact25_ms.p50", 30.0),
+                ("restore < 100 ms", "restore_ms.p50", 100.0),
+                ("history < 1 ms", "history_page_ms.p50", 1.0),
+            ],
         );
     }
 }
@@ -415,32 +481,34 @@ fn daemon(out: &mut String, inputs: &Inputs) {
     ) else {
         return;
     };
-    out.push_str("| concepts | search over the socket, ms p50 / p95 | search through `okfit-mcp` over the daemon | mixed reads, requests/s (4 clients) | errors | daemon peak RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let r = rows(&v, "sizes");
-    for row in &r {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            int(num(row, "concepts")),
-            pair(row, "socket_search_ms"),
-            pair(row, "mcp_search_ms"),
-            int(num(row, "rps")),
-            int(num(row, "errors")),
-            one(num(row, "daemon_rss_mb"))
-        );
-    }
-    let five = at(&r, 5_000);
-    let _ = writeln!(
+    size_table(
         out,
-        "\nTargets at 5,000: socket search < 0.3 ms: {}; through MCP < 0.5 ms: {}.\n",
-        verdict(
-            five.and_then(|t| num(t, "socket_search_ms.p50"))
-                .map(|x| x < 0.3)
-        ),
-        verdict(
-            five.and_then(|t| num(t, "mcp_search_ms.p50"))
-                .map(|x| x < 0.5)
-        )
+        &r,
+        &[
+            (
+                "search over the socket, ms p50 / p95",
+                "socket_search_ms",
+                Col::Pair,
+            ),
+            (
+                "search through `okfit-mcp` over the daemon",
+                "mcp_search_ms",
+                Col::Pair,
+            ),
+            ("mixed reads, requests/s (4 clients)", "rps", Col::Int),
+            ("errors", "errors", Col::Int),
+            ("daemon peak RSS MB", "daemon_rss_mb", Col::One),
+        ],
+    );
+    targets(
+        out,
+        &r,
+        5_000,
+        &[
+            ("socket search < 0.3 ms", "socket_search_ms.p50", 0.3),
+            ("through MCP < 0.5 ms", "mcp_search_ms.p50", 0.5),
+        ],
     );
 }
 
@@ -456,20 +524,22 @@ fn node(out: &mut String, inputs: &Inputs) {
         pair(&v, "startup_ms.native"),
         verdict(num(&v, "startup_ms.bin.p50").map(|x| x < 150.0))
     );
-    out.push_str("| concepts | search through the Node bin, ms p50 / p95 | through the native binary | Node / native | Node RSS MB | native RSS MB |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let r = rows(&v, "sizes");
-    for row in &r {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            int(num(row, "concepts")),
-            pair(row, "node_search_ms"),
-            pair(row, "native_search_ms"),
-            num(row, "ratio").map_or("–".into(), |x| format!("{x:.2}")),
-            one(num(row, "node_rss_mb")),
-            one(num(row, "native_rss_mb"))
-        );
-    }
+    size_table(
+        out,
+        &r,
+        &[
+            (
+                "search through the Node bin, ms p50 / p95",
+                "node_search_ms",
+                Col::Pair,
+            ),
+            ("through the native binary", "native_search_ms", Col::Pair),
+            ("Node / native", "ratio", Col::Ratio),
+            ("Node RSS MB", "node_rss_mb", Col::One),
+            ("native RSS MB", "native_rss_mb", Col::One),
+        ],
+    );
     let ok = (!r.is_empty()).then(|| {
         r.iter()
             .all(|row| num(row, "ratio").is_some_and(|x| x <= 1.5))
@@ -498,19 +568,16 @@ fn wasm(out: &mut String, inputs: &Inputs) {
         int(gz),
         verdict(gz.map(|g| g <= 614_400.0))
     );
-    out.push_str(
-        "A generated bundle of valid, interlinked concepts, validated in the page by the preview's module; memory is the browser's and is not measured.\n\n| concepts | `validate()` in the page, ms p50 / p95 | runs |\n| ---: | ---: | ---: |\n",
-    );
+    out.push_str("A generated bundle of valid, interlinked concepts, validated in the page by the preview's module; memory is the browser's and is not measured.\n\n");
     let r = rows(&v, "sizes");
-    for row in &r {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} |",
-            int(num(row, "concepts")),
-            pair(row, "ms"),
-            int(num(row, "runs"))
-        );
-    }
+    size_table(
+        out,
+        &r,
+        &[
+            ("`validate()` in the page, ms p50 / p95", "ms", Col::Pair),
+            ("runs", "runs", Col::Int),
+        ],
+    );
     let _ = writeln!(
         out,
         "\nTarget: 100 concepts < 50 ms: {}.\n",
