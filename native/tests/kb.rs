@@ -17,8 +17,11 @@
 
 mod common;
 
-use common::{bounded, call_tool as call_raw, close, Client, Out};
-use rmcp::model::{CallToolResult, ReadResourceRequestParams};
+use common::{
+    assert_hex64, blocking, bounded, call_tool as call_raw, close, copy_tree, result_text, row_ids,
+    row_of, rows, tree_bytes, Client, Out,
+};
+use rmcp::model::ReadResourceRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{json, Value};
@@ -80,43 +83,6 @@ fn mcp_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/mcp")
         .join(name)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// Every file under `root` as `(relative path, bytes)`, sorted.
-fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let p = entry.path();
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    let mut out = vec![];
-    walk(root, root, &mut out);
-    out.sort();
-    out
 }
 
 /// A temporary directory with `home/`, `xdg/`, the store's data root
@@ -247,39 +213,6 @@ impl Sandbox {
     }
 }
 
-/// The data rows of a manifest (neither `# ` comments nor the header).
-fn rows(manifest: &str) -> Vec<&str> {
-    manifest
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("id\t"))
-        .collect()
-}
-
-/// The id column of a manifest's rows.
-fn row_ids(manifest: &str) -> Vec<&str> {
-    rows(manifest)
-        .iter()
-        .map(|r| r.split('\t').next().unwrap())
-        .collect()
-}
-
-/// The row of `id`, if any.
-fn row_of<'a>(manifest: &'a str, id: &str) -> Option<&'a str> {
-    rows(manifest)
-        .into_iter()
-        .find(|r| r.split('\t').next() == Some(id))
-}
-
-#[track_caller]
-fn assert_hex64(s: &str) {
-    assert!(
-        s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-        "not a 64-hex digest: {s:?}"
-    );
-}
-
 /// `(digest, concepts)` from `okfit snapshot` output `<64hex>\t<N> concepts\n`.
 #[track_caller]
 fn parse_cli_snapshot(stdout: &str) -> (String, usize) {
@@ -365,19 +298,6 @@ fn assert_default_knowledge_tools(names: &[String]) {
     );
 }
 
-/// `(isError, content[0].text)` of a tool result with one text content.
-#[track_caller]
-fn result_text(r: &CallToolResult) -> (bool, String) {
-    let w = serde_json::to_value(r).unwrap();
-    let content = w["content"].as_array().expect("content is an array");
-    assert_eq!(content.len(), 1, "one text content: {w:#}");
-    assert_eq!(content[0]["type"], "text", "{w:#}");
-    (
-        w["isError"] == json!(true),
-        content[0]["text"].as_str().unwrap().to_string(),
-    )
-}
-
 /// A successful call's text.
 async fn text(c: &Client, name: &str, a: Value) -> String {
     let r = call_raw(c, name, a.clone())
@@ -460,11 +380,6 @@ async fn read_resource(c: &Client, uri: &str) -> Value {
         .await
         .map(|r| serde_json::to_value(r).unwrap())
         .unwrap_or_else(|e| panic!("resources/read {uri}: {e}"))
-}
-
-/// Runs blocking work (a CLI process) from inside a multi-thread runtime.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
 }
 
 // ------------------------------------------------------------------------

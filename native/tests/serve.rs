@@ -18,10 +18,11 @@
 
 mod common;
 
-use common::{close, Client, Out};
+use common::{
+    assert_hex64, blocking, close, copy_tree, result_text, row_of, rows, sha256_hex, Client, Out,
+};
 use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -58,26 +59,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/kb-native")
         .join(name)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
 }
 
 /// A temporary directory with `home/`, `xdg/` and the data root `data/`.
@@ -294,16 +275,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-#[track_caller]
-fn assert_hex64(s: &str) {
-    assert!(
-        s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-        "not a 64-hex digest: {s:?}"
-    );
 }
 
 /// Where a daemon listens.
@@ -594,18 +565,6 @@ async fn call_raw(c: &Client, name: &str, a: Value) -> CallToolResult {
         .unwrap_or_else(|e| panic!("{name} {a}: {e}"))
 }
 
-/// `(isError, content[0].text)` of a tool result with one text content.
-#[track_caller]
-fn result_text(r: &CallToolResult) -> (bool, String) {
-    let w = serde_json::to_value(r).unwrap();
-    let content = w["content"].as_array().expect("content is an array");
-    assert_eq!(content.len(), 1, "one text content: {w:#}");
-    (
-        w["isError"] == json!(true),
-        content[0]["text"].as_str().unwrap().to_string(),
-    )
-}
-
 async fn text(c: &Client, name: &str, a: Value) -> String {
     let (is_error, t) = result_text(&call_raw(c, name, a.clone()).await);
     assert!(!is_error, "{name} {a}: expected success, got an error: {t}");
@@ -618,28 +577,9 @@ async fn error_text(c: &Client, name: &str, a: Value) -> String {
     t
 }
 
-/// Runs blocking work (a CLI process, a daemon start) inside the runtime.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
-}
-
 // ------------------------------------------------------------------------
 // Shared helpers
 // ------------------------------------------------------------------------
-
-/// The data rows of a manifest.
-fn rows(manifest: &str) -> Vec<&str> {
-    manifest
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("id\t"))
-        .collect()
-}
-
-fn row_of<'a>(manifest: &'a str, id: &str) -> Option<&'a str> {
-    rows(manifest)
-        .into_iter()
-        .find(|r| r.split('\t').next() == Some(id))
-}
 
 fn concept(title: &str, body: &str) -> String {
     format!("---\ntype: Note\ndescription: {title} note.\n---\n# {title}\n\n{body}\n")

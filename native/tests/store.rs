@@ -19,14 +19,15 @@
 mod common;
 
 use base64::Engine as _;
-use common::{bounded, call_tool as call_raw, close, Client, Out};
-use rmcp::model::CallToolResult;
+use common::{
+    assert_hex64, blocking, bounded, call_tool as call_raw, close, result_text, row_ids,
+    sha256_hex, Client, Out,
+};
 use rmcp::ServiceError;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The CLI under test.
@@ -51,110 +52,20 @@ const DATABASE_CHANGED: &str = "database changed: re-read the revision and docum
 // Processes
 // ------------------------------------------------------------------------
 
-/// Starts a command with piped output and, when given, bytes on stdin.
-fn spawn(mut cmd: Command, stdin: Option<Vec<u8>>) -> (Child, Option<std::thread::JoinHandle<()>>) {
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn the binary");
-    let feeder = stdin.map(|bytes| {
-        let mut si = child.stdin.take().unwrap();
-        std::thread::spawn(move || {
-            let _ = si.write_all(&bytes);
-        })
-    });
-    (child, feeder)
-}
-
-/// Waits for a spawned command, failing on a hang.
-fn collect(mut child: Child, feeder: Option<std::thread::JoinHandle<()>>) -> Out {
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        so.read_to_end(&mut b).unwrap();
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        se.read_to_end(&mut b).unwrap();
-        b
-    });
-    let deadline = Instant::now() + HANG;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the binary did not finish within {HANG:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    if let Some(f) = feeder {
-        let _ = f.join();
-    }
-    let stdout = t_out.join().unwrap();
-    let stderr = String::from_utf8(t_err.join().unwrap()).expect("stderr is UTF-8");
-    Out {
-        code: status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-    }
-}
-
+/// Runs a command to completion with `stdin` (none: closed), failing on a
+/// hang.
 fn finish(cmd: Command, stdin: Option<Vec<u8>>) -> Out {
-    let (child, feeder) = spawn(cmd, stdin);
-    collect(child, feeder)
+    common::run(cmd, stdin.as_deref(), HANG)
 }
 
-/// sha256 of bytes, lowercase hex.
-fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
-#[track_caller]
-fn assert_hex64(s: &str) {
-    assert!(
-        s.len() == 64
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-        "expected 64 lowercase hex characters, got {s:?}"
-    );
-}
-
-/// Every file under `root` as `(relative path, bytes)`, sorted.
+/// Every file under `root` as `(relative path, bytes)`, sorted (none when
+/// `root` does not exist).
 fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let p = entry.path();
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    let mut out = vec![];
     if root.exists() {
-        walk(root, root, &mut out);
+        common::tree_bytes(root)
+    } else {
+        Vec::new()
     }
-    out.sort();
-    out
 }
 
 /// A temporary directory with `home/`, `xdg/` and the data root `data/`
@@ -363,21 +274,6 @@ impl Sandbox {
     }
 }
 
-/// The data rows of a manifest.
-fn rows(manifest: &str) -> Vec<&str> {
-    manifest
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("id\t"))
-        .collect()
-}
-
-fn row_ids(manifest: &str) -> Vec<&str> {
-    rows(manifest)
-        .iter()
-        .map(|r| r.split('\t').next().unwrap())
-        .collect()
-}
-
 /// The names on the `# bundles:` line.
 fn bundles_line(manifest: &str) -> Vec<String> {
     let l = manifest
@@ -433,19 +329,6 @@ fn sql(db: &Path, stmt: &str) -> bool {
 /// Connects rmcp's client to `okfit-mcp ARGS…`.
 async fn connect(sb: &Sandbox, args: &[&str]) -> Client {
     common::connect_command(sb.mcp_command(args)).await
-}
-
-/// `(isError, content[0].text)` of a result with one text content.
-#[track_caller]
-fn result_text(r: &CallToolResult) -> (bool, String) {
-    let w = serde_json::to_value(r).unwrap();
-    let content = w["content"].as_array().expect("content is an array");
-    assert_eq!(content.len(), 1, "one text content: {w:#}");
-    assert_eq!(content[0]["type"], "text", "{w:#}");
-    (
-        w["isError"] == json!(true),
-        content[0]["text"].as_str().unwrap().to_string(),
-    )
 }
 
 /// A successful call's text.
@@ -548,11 +431,6 @@ fn parse_deleted(t: &str, bundle: &str, path: &str) -> (String, usize) {
         s.to_string(),
         n.strip_suffix(" concepts").unwrap().parse().unwrap(),
     )
-}
-
-/// Runs blocking work (a CLI process) from inside a multi-thread runtime.
-fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(f)
 }
 
 /// A concept with OKF frontmatter.
@@ -1668,7 +1546,7 @@ fn of_two_writers_replacing_the_same_hash_exactly_one_wins() {
         let started: Vec<_> = files
             .iter()
             .map(|f| {
-                spawn(
+                common::spawn(
                     sb.store_command(
                         t,
                         &["write", "r", "doc.md", "--replaces", &current, "--from", f],
@@ -1677,7 +1555,10 @@ fn of_two_writers_replacing_the_same_hash_exactly_one_wins() {
                 )
             })
             .collect();
-        let outs: Vec<Out> = started.into_iter().map(|(c, f)| collect(c, f)).collect();
+        let outs: Vec<Out> = started
+            .into_iter()
+            .map(|(c, f)| common::collect(c, f, HANG))
+            .collect();
         let winners: Vec<usize> = (0..2).filter(|i| outs[*i].code == 0).collect();
         assert_eq!(
             winners.len(),

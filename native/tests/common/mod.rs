@@ -4,8 +4,10 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What one run of a binary produced.
@@ -53,9 +55,12 @@ impl Out {
     }
 }
 
-/// Runs `cmd` to completion with `input` on stdin (none: stdin closed),
-/// reading both streams concurrently; panics when it outlives `hang`.
-pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
+/// A spawned binary's stdin feeder (none when stdin is closed).
+pub type Feeder = Option<std::thread::JoinHandle<()>>;
+
+/// Starts `cmd` with piped output and, when given, `input` fed on stdin
+/// (none: stdin closed). Finish it with [`collect`].
+pub fn spawn(mut cmd: Command, input: Option<Vec<u8>>) -> (Child, Feeder) {
     cmd.stdin(if input.is_some() {
         Stdio::piped()
     } else {
@@ -64,13 +69,18 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn the binary");
-    let t_in = input.map(|input| {
+    let feeder = input.map(|input| {
         let mut si = child.stdin.take().expect("piped stdin");
-        let input = input.to_vec();
         std::thread::spawn(move || {
             let _ = si.write_all(&input);
         })
     });
+    (child, feeder)
+}
+
+/// Waits for a [`spawn`]ed binary, reading both streams concurrently;
+/// panics when it outlives `hang`.
+pub fn collect(mut child: Child, feeder: Feeder, hang: Duration) -> Out {
     let mut so = child.stdout.take().expect("piped stdout");
     let mut se = child.stderr.take().expect("piped stderr");
     let t_out = std::thread::spawn(move || {
@@ -95,7 +105,7 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    if let Some(t) = t_in {
+    if let Some(t) = feeder {
         let _ = t.join();
     }
     let stdout = t_out.join().expect("stdout reader");
@@ -105,6 +115,98 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
         stdout,
         stderr,
     }
+}
+
+/// Runs `cmd` to completion with `input` on stdin (none: stdin closed),
+/// reading both streams concurrently; panics when it outlives `hang`.
+pub fn run(cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
+    let (child, feeder) = spawn(cmd, input.map(<[u8]>::to_vec));
+    collect(child, feeder, hang)
+}
+
+// ------------------------------------------------------------------------
+// Files, digests and manifests
+// ------------------------------------------------------------------------
+
+/// Copies the directory `from` to `to`, recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file under `root` (which must exist) as `(relative path, bytes)`,
+/// sorted.
+pub fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let p = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut out = vec![];
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// sha256 of bytes, lowercase hex.
+pub fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Asserts that `s` is 64 lowercase hex characters (a sha256 digest).
+#[track_caller]
+pub fn assert_hex64(s: &str) {
+    assert!(
+        s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "not a 64-hex digest (64 lowercase hex characters): {s:?}"
+    );
+}
+
+/// The data rows of a manifest (neither `# ` comments nor the header).
+pub fn rows(manifest: &str) -> Vec<&str> {
+    manifest
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("id\t"))
+        .collect()
+}
+
+/// The id column of a manifest's rows.
+pub fn row_ids(manifest: &str) -> Vec<&str> {
+    rows(manifest)
+        .iter()
+        .map(|r| r.split('\t').next().unwrap())
+        .collect()
+}
+
+/// The row of `id`, if any.
+pub fn row_of<'a>(manifest: &'a str, id: &str) -> Option<&'a str> {
+    rows(manifest)
+        .into_iter()
+        .find(|r| r.split('\t').next() == Some(id))
 }
 
 // ------------------------------------------------------------------------
@@ -158,4 +260,23 @@ pub fn args(v: Value) -> Map<String, Value> {
 pub async fn call_tool(c: &Client, name: &str, a: Value) -> Result<CallToolResult, ServiceError> {
     let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
     bounded(name, c.call_tool(params)).await
+}
+
+/// `(isError, content[0].text)` of a tool result with one text content.
+#[track_caller]
+pub fn result_text(r: &CallToolResult) -> (bool, String) {
+    let w = serde_json::to_value(r).unwrap();
+    let content = w["content"].as_array().expect("content is an array");
+    assert_eq!(content.len(), 1, "one text content: {w:#}");
+    assert_eq!(content[0]["type"], "text", "{w:#}");
+    (
+        w["isError"] == serde_json::json!(true),
+        content[0]["text"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Runs blocking work (a CLI process, a daemon start) from inside a
+/// multi-thread runtime.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
 }
