@@ -8,6 +8,7 @@
 //! by other processes before each answer, and reads search postings for
 //! the words asked about.
 
+use crate::beneath::{Dir, Root};
 use crate::dsn::Dsn;
 use crate::error::Error;
 use crate::project::Stamp;
@@ -678,14 +679,12 @@ impl Knowledge {
                 if bundle != self.name {
                     return Ok(None);
                 }
-                let file = fk.root.join(path);
-                match std::fs::read(&file) {
-                    Ok(b) => {
-                        let h = sha256_hex(&b);
-                        Ok(Some((b, h)))
-                    }
-                    Err(_) => Ok(None),
-                }
+                let shown = format!("{bundle}/{path}");
+                let bytes = Root::open(&fk.root)?.read(path, &shown)?;
+                Ok(bytes.map(|b| {
+                    let h = sha256_hex(&b);
+                    (b, h)
+                }))
             }
             Backend::Store(sk) => {
                 match sk.refresh() {
@@ -825,6 +824,7 @@ impl FolderKb {
     /// first; each file is written to a temporary file in its directory
     /// and renamed over the target, so a reader sees old or new bytes.
     fn commit(&mut self, name: &str, changes: &[Change]) -> Result<Committed, CommitError> {
+        let root = Root::open(&self.root)?;
         let mut current: Vec<Option<Vec<u8>>> = vec![];
         for (i, c) in changes.iter().enumerate() {
             if c.bundle != name {
@@ -834,78 +834,91 @@ impl FolderKb {
                 ))
                 .into());
             }
-            let file = self.root.join(&c.path);
-            let bytes = std::fs::read(&file).ok();
+            let shown = format!("{}/{}", c.bundle, c.path);
+            let bytes = root.read(&c.path, &shown)?;
             let hash = bytes.as_deref().map(sha256_hex);
             if let Err(failure) = check_precondition(c, hash.as_deref()) {
                 return Err(CommitError::Precondition { index: i, failure });
             }
             current.push(bytes);
         }
-        // Stage every new file before touching any target.
-        let mut staged: Vec<Option<PathBuf>> = vec![];
-        let cleanup = |staged: &[Option<PathBuf>]| {
-            for p in staged.iter().flatten() {
-                let _ = std::fs::remove_file(p);
+        // Stage every new file (in its own directory, reached without
+        // following a link) before touching any target.
+        let mut staged: Vec<(Dir, Option<String>)> = vec![];
+        let cleanup = |staged: &[(Dir, Option<String>)]| {
+            for (d, t) in staged {
+                if let Some(t) = t {
+                    d.remove_quiet(t);
+                }
             }
         };
         for (n, c) in changes.iter().enumerate() {
-            let Some(bytes) = &c.content else {
-                staged.push(None);
-                continue;
+            let shown = format!("{}/{}", c.bundle, c.path);
+            let (d, file) = Root::split(&c.path);
+            let dir = match root.dir(d, c.content.is_some(), &shown) {
+                Ok(Some(dir)) => dir,
+                Ok(None) => {
+                    cleanup(&staged);
+                    return Err(
+                        Error::Io(format!("cannot remove {shown}: its folder is gone")).into(),
+                    );
+                }
+                Err(e) => {
+                    cleanup(&staged);
+                    return Err(e.into());
+                }
             };
-            let file = self.root.join(&c.path);
-            let dir = file.parent().unwrap_or(&self.root).to_path_buf();
-            if let Err(e) = std::fs::create_dir_all(&dir) {
-                cleanup(&staged);
-                return Err(Error::Io(format!("cannot create {} ({e})", dir.display())).into());
-            }
-            let tmp = dir.join(format!(".okfit-write-{}-{n}.tmp", std::process::id()));
-            let res = (|| -> std::io::Result<()> {
-                use std::io::Write as _;
-                let mut f = std::fs::File::create(&tmp)?;
-                f.write_all(bytes)?;
-                f.sync_all()
-            })();
-            if let Err(e) = res {
-                let _ = std::fs::remove_file(&tmp);
-                cleanup(&staged);
-                return Err(Error::Io(format!("cannot write {} ({e})", file.display())).into());
-            }
-            staged.push(Some(tmp));
+            let tmp = match &c.content {
+                Some(bytes) => match dir.stage(file, n, bytes) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        cleanup(&staged);
+                        return Err(e.into());
+                    }
+                },
+                None => None,
+            };
+            staged.push((dir, tmp));
         }
         let mut done: Vec<usize> = vec![];
         let mut failure = None;
         for (i, c) in changes.iter().enumerate() {
-            let file = self.root.join(&c.path);
-            let r = match &staged[i] {
-                Some(tmp) => std::fs::rename(tmp, &file),
-                None => std::fs::remove_file(&file),
+            let shown = format!("{}/{}", c.bundle, c.path);
+            let (_, file) = Root::split(&c.path);
+            let (dir, tmp) = &staged[i];
+            let r = match tmp {
+                Some(tmp) => dir.replace(tmp, file, &shown),
+                None => dir.remove(file, &shown),
             };
             match r {
                 Ok(()) => done.push(i),
                 Err(e) => {
-                    failure = Some(format!("cannot write {} ({e})", file.display()));
+                    failure = Some(e);
                     break;
                 }
             }
         }
-        if let Some(msg) = failure {
+        if let Some(e) = failure {
             // Put back what was already replaced.
             for i in done {
-                let file = self.root.join(&changes[i].path);
-                let _ = match &current[i] {
-                    Some(old) => std::fs::write(&file, old),
-                    None => std::fs::remove_file(&file),
-                };
+                let (_, file) = Root::split(&changes[i].path);
+                let (dir, _) = &staged[i];
+                match &current[i] {
+                    Some(old) => {
+                        if let Ok(t) = dir.stage(file, i, old) {
+                            if dir.replace(&t, file, "").is_err() {
+                                dir.remove_quiet(&t);
+                            }
+                        }
+                    }
+                    None => dir.remove_quiet(file),
+                }
             }
             cleanup(&staged);
-            return Err(Error::Io(msg).into());
+            return Err(e.into());
         }
-        if let Some(d) = self.root.to_str().map(PathBuf::from) {
-            if let Ok(f) = std::fs::File::open(d) {
-                let _ = f.sync_all();
-            }
+        for (dir, _) in &staged {
+            dir.sync();
         }
         // Files changed: look at the folder again even without an event.
         self.watch = None;

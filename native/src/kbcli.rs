@@ -366,20 +366,22 @@ pub fn export(a: ExportArgs) -> Result<i32, Error> {
         )));
     }
     let sources = kb.list_sources()?;
-    std::fs::create_dir_all(&dir)
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::Io(format!("cannot create {} ({e})", parent.display())))?;
+    }
+    // A new directory, claimed atomically; everything below it is written
+    // without following links.
+    std::fs::create_dir(&dir)
         .map_err(|e| Error::Io(format!("cannot create {} ({e})", dir.display())))?;
+    let root = crate::beneath::Root::open(&dir)?;
     let mut n = 0;
     for (b, p, _) in &sources {
         let Some((bytes, _)) = kb.read_source(b, p)? else {
             continue;
         };
-        let target = dir.join(b).join(p);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::Io(format!("cannot create {} ({e})", parent.display())))?;
-        }
-        std::fs::write(&target, &bytes)
-            .map_err(|e| Error::Io(format!("cannot write {} ({e})", target.display())))?;
+        let rel = format!("{b}/{p}");
+        root.write(&rel, &bytes, &rel)?;
         n += 1;
     }
     eprintln!("exported {n} documents to {}", dir.display());

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod beneath;
 pub mod cli;
 pub mod discover;
 pub mod dsn;

@@ -95,18 +95,13 @@ pub fn mint_token(data: &Path, tenant: &str, write: bool) -> Result<String, Erro
             json!(tenant)
         },
     );
-    std::fs::create_dir_all(data)
-        .map_err(|e| Error::Io(format!("cannot create {} ({e})", data.display())))?;
-    let tmp = data.join(".tokens.json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&map).unwrap_or_default())
-        .map_err(|e| Error::Io(format!("cannot write {} ({e})", tmp.display())))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600));
-    }
-    std::fs::rename(&tmp, &path)
-        .map_err(|e| Error::Io(format!("cannot write {} ({e})", path.display())))?;
+    let text = serde_json::to_string_pretty(&map).unwrap_or_default();
+    crate::beneath::Root::create(data)?.write_mode(
+        "tokens.json",
+        text.as_bytes(),
+        "tokens.json",
+        0o600,
+    )?;
     Ok(token)
 }
 

@@ -34,9 +34,12 @@ fn write_baseline(data: &Path, tenant: &str, base: &BTreeMap<Key, String>) {
         .iter()
         .map(|((b, p), h)| (b.as_str(), p.as_str(), h.as_str()))
         .collect();
-    let tmp = path.with_extension("json.tmp");
-    if std::fs::write(&tmp, serde_json::to_string(&v).unwrap_or_default()).is_ok() {
-        let _ = std::fs::rename(&tmp, &path);
+    let rel = format!("tenants/{tenant}/imports.json");
+    let text = serde_json::to_string(&v).unwrap_or_default();
+    if let Err(e) =
+        crate::beneath::Root::open(data).and_then(|r| r.write(&rel, text.as_bytes(), &rel))
+    {
+        eprintln!("okfit serve: cannot record {}: {e}", path.display());
     }
 }
 

@@ -217,20 +217,30 @@ impl SqliteStore {
     pub fn open(root: &Path, tenant: &str, create: bool) -> Result<SqliteStore, Error> {
         let dir = tenant_dir(root, tenant);
         let path = dir.join("okfit.sqlite");
-        if !path.exists() {
-            if !create {
-                return Err(Error::Refused(format!(
-                    "no tenant \"{tenant}\" in {}: write a concept or run okfit put to create it",
-                    root.display()
-                )));
-            }
-            std::fs::create_dir_all(&dir).map_err(|e| store_err(&dir, e))?;
+        let missing = || {
+            Error::Refused(format!(
+                "no tenant \"{tenant}\" in {}: write a concept or run okfit put to create it",
+                root.display()
+            ))
+        };
+        // The tenant's folder is reached (and created) without following a
+        // link, and SQLite refuses a link at the database file itself.
+        let data = match crate::beneath::Root::open(root) {
+            Ok(d) => d,
+            Err(_) if create => crate::beneath::Root::create(root)?,
+            Err(_) => return Err(missing()),
+        };
+        let shown = format!("tenants/{tenant}/okfit.sqlite");
+        match data.dir(&format!("tenants/{tenant}"), create, &shown)? {
+            Some(d) if create || d.kind("okfit.sqlite")?.is_some() => {}
+            _ => return Err(missing()),
         }
         let flags = if create {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
         } else {
             OpenFlags::SQLITE_OPEN_READ_WRITE
-        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let conn = Connection::open_with_flags(&path, flags).map_err(|e| store_err(&path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| store_err(&path, e))?;
