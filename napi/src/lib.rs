@@ -10,6 +10,7 @@ use napi::bindgen_prelude::{Error, Result, Status};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 use okfit::kb::Knowledge;
+use okfit::mcp::framing::Inbound;
 use okfit::mcp::{Options, Server};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::{RoleServer, ServiceExt};
@@ -68,6 +69,7 @@ pub fn create_native_server(
 #[napi]
 pub struct NativeSession {
     input: Mutex<Option<futures::channel::mpsc::UnboundedSender<RxJsonRpcMessage<RoleServer>>>>,
+    reply: Arc<ThreadsafeFunction<Option<String>, (), Option<String>, Status, false>>,
 }
 
 #[napi]
@@ -85,6 +87,7 @@ impl NativeServer {
         let server = self.server.clone();
         let cb = Arc::new(on_message);
         let forward = cb.clone();
+        let reply_to = cb.clone();
         napi::bindgen_prelude::spawn(async move {
             while let Some(m) = out_rx.next().await {
                 if let Ok(text) = serde_json::to_string(&m) {
@@ -101,6 +104,7 @@ impl NativeServer {
         });
         Ok(NativeSession {
             input: Mutex::new(Some(in_tx)),
+            reply: reply_to,
         })
     }
 
@@ -119,11 +123,20 @@ impl NativeServer {
 
 #[napi]
 impl NativeSession {
-    /// Delivers one JSON-RPC message from the client.
+    /// Delivers one JSON-RPC message from the client. A message the
+    /// server cannot take is answered at once through the session's
+    /// callback, with its id, as on stdio.
     #[napi]
     pub fn send(&self, json: String) -> Result<()> {
-        let msg: RxJsonRpcMessage<RoleServer> = serde_json::from_str(&json)
-            .map_err(|e| Error::new(Status::InvalidArg, format!("not a JSON-RPC message: {e}")))?;
+        let msg = match okfit::mcp::framing::decode(json.as_bytes()) {
+            Inbound::Message(m) => *m,
+            Inbound::Reply(v) => {
+                self.reply
+                    .call(Some(v.to_string()), ThreadsafeFunctionCallMode::NonBlocking);
+                return Ok(());
+            }
+            Inbound::Ignore => return Ok(()),
+        };
         let guard = self.input.lock().map_err(err)?;
         match guard.as_ref() {
             Some(tx) => tx

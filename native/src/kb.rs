@@ -1159,6 +1159,10 @@ impl StoreKb {
 
 /// Largest total content of one transaction.
 pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest request a client may send (an MCP message or a daemon
+/// request body): a whole transaction plus its JSON framing.
+pub const MAX_REQUEST_BYTES: usize = 17 * 1024 * 1024;
 /// Most changes in one transaction.
 pub const MAX_CHANGES: usize = 1000;
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Largest request body (a 16 MiB transaction plus JSON framing).
-pub const MAX_BODY: usize = 17 * 1024 * 1024;
+pub const MAX_BODY: usize = crate::kb::MAX_REQUEST_BYTES;
 
 /// What a token may do.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,10 +3,12 @@
 //! connection the knowledge tools. `okf://manifest` is served in every mode
 //! and `--tools` picks any set from the catalogue.
 
+pub mod framing;
 pub mod knowledge;
 pub mod live;
+mod scan;
 pub mod tools;
-mod transport;
+pub mod transport;
 
 use crate::error::Error;
 use crate::kb::Knowledge;
@@ -697,7 +699,11 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
         let _ = warm.advice();
     });
     rt.block_on(async move {
-        let (transport, pump) = transport::stdio();
+        let ((out, inc), pump) = transport::stdio();
+        let transport = (
+            futures::SinkExt::sink_map_err(out, std::io::Error::other),
+            inc,
+        );
         let pump = tokio::spawn(pump);
         let watcher_side = server.clone();
         match server.serve(transport).await {

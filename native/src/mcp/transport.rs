@@ -1,24 +1,79 @@
-//! stdio framing in front of rmcp: a line that is not JSON gets a -32700
-//! reply and a JSON value that cannot be a JSON-RPC message gets -32600,
-//! and serving goes on. Everything else passes through unchanged; every
-//! line written to stdout is one whole JSON-RPC message.
+//! Newline-delimited JSON-RPC over a reader and a writer (stdio), in front
+//! of rmcp: each line is decided by [`super::framing`], so a line that is
+//! not a valid message is answered at once and serving goes on. A line
+//! longer than the limit is never held whole: past the limit its bytes are
+//! only scanned for the id, then dropped. Every line written is one whole
+//! JSON-RPC message.
 
+use super::framing::{self, Inbound, MAX_MESSAGE_BYTES};
+use super::scan::Scan;
+use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
+use futures::StreamExt;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::RoleServer;
 use std::future::Future;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn error_line(code: i64, message: &str) -> String {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code, "message": message},
-    })
-    .to_string()
+/// Messages from the client, for rmcp.
+pub type Incoming = UnboundedReceiver<RxJsonRpcMessage<RoleServer>>;
+/// Messages to the client, from rmcp.
+pub type Outgoing = UnboundedSender<TxJsonRpcMessage<RoleServer>>;
+
+/// One line read from the client.
+enum Line {
+    /// A whole line (without its end), at most the limit.
+    Whole(Vec<u8>),
+    /// A line over the limit: its size and the id found in it.
+    Oversize(u64, Option<serde_json::Value>),
 }
 
-/// The transport to hand to rmcp, and the pump that must run beside it.
+/// Reads the next line, holding at most the limit of it in memory.
+async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option<Line>> {
+    let mut buf: Vec<u8> = vec![];
+    let mut over: Option<(Scan, u64)> = None;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            // End of input: a last line without its newline still counts.
+            return Ok(match over {
+                Some((s, n)) => Some(Line::Oversize(n, s.id())),
+                None if buf.is_empty() => None,
+                None => Some(Line::Whole(buf)),
+            });
+        }
+        let (part, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (&chunk[..i], i + 1),
+            None => (chunk, chunk.len()),
+        };
+        let ended = done > part.len();
+        match &mut over {
+            Some((s, n)) => {
+                s.feed(part);
+                *n += part.len() as u64;
+            }
+            None if buf.len() + part.len() > MAX_MESSAGE_BYTES => {
+                let mut s = Scan::new();
+                s.feed(&buf);
+                s.feed(part);
+                over = Some((s, (buf.len() + part.len()) as u64));
+                buf = vec![];
+            }
+            None => buf.extend_from_slice(part),
+        }
+        r.consume(done);
+        if ended {
+            return Ok(Some(match over {
+                Some((s, n)) => Line::Oversize(n, s.id()),
+                None => Line::Whole(buf),
+            }));
+        }
+    }
+}
+
+/// The transport to hand to rmcp (`(sink, stream)` after mapping the
+/// sink's error), and the pump that must run beside it.
 pub fn stdio() -> (
-    (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>),
+    (Outgoing, Incoming),
     impl Future<Output = ()> + Send + 'static,
 ) {
     io(tokio::io::stdin(), tokio::io::stdout())
@@ -29,56 +84,62 @@ pub fn io<R, W>(
     input: R,
     mut output: W,
 ) -> (
-    (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>),
+    (Outgoing, Incoming),
     impl Future<Output = ()> + Send + 'static,
 )
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (server_side, ours) = tokio::io::duplex(1 << 20);
-    let (our_read, mut our_write) = tokio::io::split(ours);
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let (in_tx, in_rx) = unbounded::<RxJsonRpcMessage<RoleServer>>();
+    let (out_tx, mut out_rx) = unbounded::<TxJsonRpcMessage<RoleServer>>();
+    let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let pump = async move {
-        let errors = tx.clone();
+        let replies = line_tx.clone();
         let inbound = async move {
-            let mut lines = BufReader::new(input).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let t = line.trim();
-                if t.is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<serde_json::Value>(t) {
-                    Err(e) => {
-                        let _ = errors.send(error_line(-32700, &format!("Parse error: {e}")));
-                    }
-                    Ok(v) if !v.is_object() => {
-                        let _ = errors.send(error_line(
-                            -32600,
-                            "Invalid Request: a JSON-RPC message must be an object",
-                        ));
-                    }
-                    Ok(_) => {
-                        if our_write.write_all(t.as_bytes()).await.is_err()
-                            || our_write.write_all(b"\n").await.is_err()
-                        {
+            let mut reader = BufReader::with_capacity(1 << 16, input);
+            loop {
+                let line = match next_line(&mut reader).await {
+                    Ok(Some(l)) => l,
+                    Ok(None) | Err(_) => break,
+                };
+                let decided = match line {
+                    Line::Oversize(n, id) => Inbound::Reply(framing::oversize_reply(id, n)),
+                    Line::Whole(b) if b.trim_ascii().is_empty() => continue,
+                    Line::Whole(b) => framing::decode(&b),
+                };
+                match decided {
+                    Inbound::Message(m) => {
+                        if in_tx.unbounded_send(*m).is_err() {
                             break;
                         }
                     }
+                    Inbound::Reply(v) => {
+                        let _ = replies.send(v.to_string());
+                    }
+                    Inbound::Ignore => {}
                 }
             }
-            let _ = our_write.shutdown().await;
+            in_tx.close_channel();
         };
         let outbound = async move {
-            let mut lines = BufReader::new(our_read).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if tx.send(line).is_err() {
+            while let Some(m) = out_rx.next().await {
+                let text = match serde_json::to_string(&m) {
+                    Ok(t) => t,
+                    Err(e) => framing::error_reply(
+                        None,
+                        -32603,
+                        &format!("Internal error: cannot encode a response ({e})"),
+                    )
+                    .to_string(),
+                };
+                if line_tx.send(text).is_err() {
                     break;
                 }
             }
         };
         let writer = async move {
-            while let Some(line) = rx.recv().await {
+            while let Some(line) = line_rx.recv().await {
                 if output.write_all(line.as_bytes()).await.is_err()
                     || output.write_all(b"\n").await.is_err()
                     || output.flush().await.is_err()
@@ -89,5 +150,5 @@ where
         };
         tokio::join!(inbound, outbound, writer);
     };
-    (tokio::io::split(server_side), pump)
+    ((out_tx, in_rx), pump)
 }
