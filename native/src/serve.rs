@@ -18,6 +18,14 @@ use std::sync::{Arc, Mutex};
 /// Largest request body (a 16 MiB transaction plus JSON framing).
 pub const MAX_BODY: usize = crate::kb::MAX_REQUEST_BYTES;
 
+/// How long a client has to send a request's headers (and a TLS
+/// handshake) before its connection is closed.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connections served at once; past this, new connections wait in the
+/// listen queue until one closes, and those already open are unaffected.
+pub const MAX_CONNECTIONS: usize = 512;
+
 /// What a token may do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
@@ -120,6 +128,23 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The grant of a bearer token. Every known token is compared, each in
+    /// constant time over its sha256, so the time taken says nothing about
+    /// how close a guess came.
+    pub fn grant(&self, bearer: &str) -> Option<&Grant> {
+        use sha2::{Digest, Sha256};
+        use subtle::ConstantTimeEq;
+        let given = Sha256::digest(bearer.as_bytes());
+        let mut found = None;
+        for (token, grant) in &self.tokens {
+            let known = Sha256::digest(token.as_bytes());
+            if bool::from(known.as_slice().ct_eq(given.as_slice())) {
+                found = Some(grant);
+            }
+        }
+        found
+    }
+
     /// A daemon over `data` with these grants.
     pub fn new(data: PathBuf, tokens: HashMap<String, Grant>) -> Daemon {
         Daemon {
@@ -279,7 +304,7 @@ pub async fn handle(
             }
         }
     } else {
-        let Some(grant) = bearer.and_then(|b| daemon.tokens.get(b)) else {
+        let Some(grant) = bearer.and_then(|b| daemon.grant(b)) else {
             return text(StatusCode::UNAUTHORIZED, "invalid or missing bearer token");
         };
         if path_tenant.as_ref().is_some_and(|t| *t != grant.tenant) {
@@ -757,6 +782,8 @@ where
 {
     let svc = hyper_util::service::TowerToHyperService::new(app);
     let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
         .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
     tokio::pin!(conn);
     tokio::select! {
@@ -870,6 +897,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
             (_, Some(l)) => format!("{}{l}", if tls.is_some() { "https://" } else { "http://" }),
             _ => String::new(),
         };
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let line = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         if let Some(sock) = &socket {
             #[cfg(unix)]
@@ -895,11 +923,20 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                     line(sources, "watched tenant")
                 );
                 loop {
+                    let permit = tokio::select! {
+                        r = &mut shutdown => { r?; break; }
+                        p = slots.clone().acquire_owned() => p,
+                    };
+                    let Ok(permit) = permit else { break };
                     tokio::select! {
                         r = &mut shutdown => { r?; break; }
                         a = listener.accept() => {
                             if let Ok((s, _)) = a {
-                                tasks.spawn(serve_conn(s, app.clone(), stop_rx.clone()));
+                                let conn = serve_conn(s, app.clone(), stop_rx.clone());
+                                tasks.spawn(async move {
+                                    conn.await;
+                                    drop(permit);
+                                });
                             }
                         }
                     }
@@ -931,6 +968,11 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
             );
             let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
             loop {
+                let permit = tokio::select! {
+                    r = &mut shutdown => { r?; break; }
+                    p = slots.clone().acquire_owned() => p,
+                };
+                let Ok(permit) = permit else { break };
                 tokio::select! {
                     r = &mut shutdown => { r?; break; }
                     a = listener.accept() => {
@@ -941,13 +983,18 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                             match acceptor.clone() {
                                 Some(acc) => {
                                     tasks.spawn(async move {
-                                        if let Ok(t) = acc.accept(s).await {
+                                        let shake = tokio::time::timeout(HEADER_TIMEOUT, acc.accept(s));
+                                        if let Ok(Ok(t)) = shake.await {
                                             serve_conn(t, app, stop).await;
                                         }
+                                        drop(permit);
                                     });
                                 }
                                 None => {
-                                    tasks.spawn(serve_conn(s, app, stop));
+                                    tasks.spawn(async move {
+                                        serve_conn(s, app, stop).await;
+                                        drop(permit);
+                                    });
                                 }
                             }
                         }
