@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 
 /// The refusal for a path that passes through a symbolic link.
 pub fn symlink_refusal(path: &str, link: &str) -> Error {
-    Error::Refused(format!(
-        "refused to write \"{path}\": \"{link}\" is a symbolic link, and okfit does not write through symlinks"
-    ))
+    Error::Symlink {
+        path: path.to_string(),
+        link: link.to_string(),
+    }
 }
 
 fn io_err(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {

@@ -102,19 +102,46 @@ fn windows_form(s: &str) -> String {
 /// Parses a connection string with the reference's messages.
 pub fn parse(dsn: &str) -> Result<Dsn, String> {
     let normalized = windows_form(dsn.trim());
+    // URL parsing folds `..` (and `%2e%2e`) segments away; a connection
+    // string that climbs out of the folder it names is refused instead.
+    let head = normalized.split(['?', '#']).next().unwrap_or_default();
+    if head.split(['/', '\\']).any(|seg| {
+        percent_encoding::percent_decode_str(seg)
+            .decode_utf8_lossy()
+            .split(['/', '\\'])
+            .any(|s| s == "..")
+    }) {
+        return Err(format!(
+            "invalid dsn \"{dsn}\": the path must not contain \"..\" or NUL (percent-encoded or not)"
+        ));
+    }
     let url = url::Url::parse(&normalized).map_err(|_| format!("invalid dsn \"{dsn}\""))?;
     let scheme = url.scheme().to_string();
     let mut tenant = None;
     let mut token = None;
     for (k, v) in url.query_pairs() {
-        match k.as_ref() {
-            "tenant" if !v.is_empty() => tenant = Some(v.into_owned()),
-            "token" if !v.is_empty() => token = Some(v.into_owned()),
-            _ => {}
+        let slot = match k.as_ref() {
+            "tenant" => &mut tenant,
+            "token" => &mut token,
+            other => {
+                return Err(format!(
+                    "invalid dsn \"{dsn}\": unknown parameter \"{}\" (expected tenant or token)",
+                    crate::error::truncate(other)
+                ))
+            }
+        };
+        if slot.is_some() {
+            return Err(format!(
+                "invalid dsn \"{dsn}\": {k} is given more than once"
+            ));
         }
+        *slot = Some(v.into_owned());
     }
     if let Some(t) = &tenant {
         names::check_tenant(t)?;
+    }
+    if token.as_deref() == Some("") {
+        return Err(format!("invalid dsn \"{dsn}\": token is empty"));
     }
     let path = || -> Result<PathBuf, String> {
         let raw = url.path();
@@ -122,6 +149,11 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
             .decode_utf8()
             .map_err(|_| format!("invalid dsn \"{dsn}\": the path is not valid UTF-8"))?;
         let p = decoded.as_ref();
+        if p.contains('\0') || p.split(['/', '\\']).any(|seg| seg == "..") {
+            return Err(format!(
+                "invalid dsn \"{dsn}\": the path must not contain \"..\" or NUL (percent-encoded or not)"
+            ));
+        }
         let b = p.as_bytes();
         let p = if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
             &p[1..]
@@ -139,6 +171,11 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
             }
             let p = path()?;
             let empty = p.as_os_str().is_empty() || p.as_os_str() == "/";
+            if !empty && !p.is_absolute() {
+                return Err(format!(
+                    "invalid dsn \"{dsn}\": the path must be absolute (okf:///abs/path)"
+                ));
+            }
             match (empty, tenant) {
                 (true, None) => Err("embedded dsn needs ?tenant=".into()),
                 (true, Some(tenant)) => Ok(Dsn::Store {

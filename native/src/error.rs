@@ -50,6 +50,14 @@ pub enum Error {
     Conflict(String),
     /// The store could not be read or written.
     Store(String),
+    /// A write whose path passes through a symbolic link: refused, since
+    /// okfit never writes through one.
+    Symlink {
+        /// The path being written, as the caller named it.
+        path: String,
+        /// The part of it that is a link.
+        link: String,
+    },
 }
 
 impl Error {
@@ -69,6 +77,7 @@ impl Error {
             Error::Refused(_) => "Refused",
             Error::Conflict(_) => "Conflict",
             Error::Store(_) => "StoreError",
+            Error::Symlink { .. } => "ThroughSymlink",
         }
     }
 
@@ -76,7 +85,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Overlay(_) => 64,
-            Error::Refused(_) | Error::Conflict(_) => 1,
+            Error::Refused(_) | Error::Conflict(_) | Error::Symlink { .. } => 1,
             _ => 3,
         }
     }
@@ -114,6 +123,12 @@ impl std::fmt::Display for Error {
             Error::Io(m) | Error::Refused(m) | Error::Conflict(m) | Error::Store(m) => {
                 write!(f, "{m}")
             }
+            Error::Symlink { path, link } => write!(
+                f,
+                "refused to write \"{}\": \"{}\" is a symbolic link, and okfit does not write through symlinks",
+                truncate(path),
+                truncate(link)
+            ),
         }
     }
 }

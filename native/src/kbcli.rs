@@ -784,6 +784,10 @@ pub struct ServeArgs {
     /// Quiet time before a watched sources folder is imported, in ms.
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub debounce: u64,
+    /// Connections served at once; more wait until one closes.
+    #[arg(long, default_value_t = crate::serve::MAX_CONNECTIONS, value_name = "N",
+          value_parser = clap::value_parser!(usize))]
+    pub max_connections: usize,
 }
 
 /// `okfit token`.
@@ -816,6 +820,7 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
         tls_cert: a.tls_cert,
         tls_key: a.tls_key,
         debounce_ms: a.debounce,
+        max_connections: a.max_connections,
     })
 }
 

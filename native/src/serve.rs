@@ -22,7 +22,7 @@ pub const MAX_BODY: usize = crate::kb::MAX_REQUEST_BYTES;
 /// handshake) before its connection is closed.
 pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Connections served at once; past this, new connections wait in the
+/// Connections served at once by default; past this, new connections wait in the
 /// listen queue until one closes, and those already open are unaffected.
 pub const MAX_CONNECTIONS: usize = 512;
 
@@ -201,6 +201,7 @@ fn error_reply(e: Error) -> Response {
         Error::Conflict(m) => conflict(&m),
         Error::Refused(m) if m.starts_with("no tenant ") => text(StatusCode::NOT_FOUND, m),
         Error::Refused(m) | Error::Usage(m) => text(StatusCode::BAD_REQUEST, m),
+        e @ Error::Symlink { .. } => text(StatusCode::BAD_REQUEST, e.to_string()),
         other => text(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
     }
 }
@@ -742,6 +743,8 @@ pub struct ServeOptions {
     pub tls_key: Option<PathBuf>,
     /// Debounce of the sources.json folder watcher, milliseconds.
     pub debounce_ms: u64,
+    /// Connections served at once (at least 1).
+    pub max_connections: usize,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -897,7 +900,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
             (_, Some(l)) => format!("{}{l}", if tls.is_some() { "https://" } else { "http://" }),
             _ => String::new(),
         };
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        let slots = Arc::new(tokio::sync::Semaphore::new(opts.max_connections.max(1)));
         let line = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         if let Some(sock) = &socket {
             #[cfg(unix)]
