@@ -69,7 +69,9 @@ pub fn create_native_server(
 #[napi]
 pub struct NativeSession {
     input: Mutex<Option<futures::channel::mpsc::UnboundedSender<RxJsonRpcMessage<RoleServer>>>>,
-    reply: Arc<ThreadsafeFunction<Option<String>, (), Option<String>, Status, false>>,
+    // Weak: the session's own tasks hold the callback, so that it (and the
+    // Node event loop) is released when the session ends.
+    reply: std::sync::Weak<ThreadsafeFunction<Option<String>, (), Option<String>, Status, false>>,
 }
 
 #[napi]
@@ -87,7 +89,7 @@ impl NativeServer {
         let server = self.server.clone();
         let cb = Arc::new(on_message);
         let forward = cb.clone();
-        let reply_to = cb.clone();
+        let reply_to = Arc::downgrade(&cb);
         napi::bindgen_prelude::spawn(async move {
             while let Some(m) = out_rx.next().await {
                 if let Ok(text) = serde_json::to_string(&m) {
@@ -131,9 +133,13 @@ impl NativeSession {
         let msg = match okfit::mcp::framing::decode(json.as_bytes()) {
             Inbound::Message(m) => *m,
             Inbound::Reply(v) => {
-                self.reply
-                    .call(Some(v.to_string()), ThreadsafeFunctionCallMode::NonBlocking);
-                return Ok(());
+                return match self.reply.upgrade() {
+                    Some(cb) => {
+                        cb.call(Some(v.to_string()), ThreadsafeFunctionCallMode::NonBlocking);
+                        Ok(())
+                    }
+                    None => Err(err("the MCP session is closed")),
+                };
             }
             Inbound::Ignore => return Ok(()),
         };
