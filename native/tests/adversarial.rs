@@ -552,12 +552,13 @@ fn hostile_requests() -> Vec<(Vec<u8>, Value, Option<i64>)> {
             .to_string()
             .into_bytes()
     };
-    let mut v: Vec<(Vec<u8>, Value, Option<i64>)> = vec![];
     // Lone surrogates, as JSON text can carry them.
-    v.push((br#"{"jsonrpc":"2.0","id":900001,"method":"tools/call","params":{"name":"write","arguments":{"bundle":"b","path":"a.md","content":"bad \ud800 surrogate"}}}"#.to_vec(), json!(900001), Some(-32602)));
-    v.push((br#"{"jsonrpc":"2.0","id":"lo","method":"tools/call","params":{"name":"write","arguments":{"bundle":"b","path":"a.md","content":"x \udc00"}}}"#.to_vec(), json!("lo"), Some(-32602)));
-    v.push((br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"transact","arguments":{"changes":[{"bundle":"b","path":"a.md","content":"\ud83d"}]}}}"#.to_vec(), json!(3), Some(-32602)));
-    v.push((br#"{"params":{"name":"search","arguments":{"query":"\ud800\ud800"}},"method":"tools/call","jsonrpc":"2.0","id":4}"#.to_vec(), json!(4), Some(-32602)));
+    let mut v: Vec<(Vec<u8>, Value, Option<i64>)> = vec![
+        (br#"{"jsonrpc":"2.0","id":900001,"method":"tools/call","params":{"name":"write","arguments":{"bundle":"b","path":"a.md","content":"bad \ud800 surrogate"}}}"#.to_vec(), json!(900001), Some(-32602)),
+        (br#"{"jsonrpc":"2.0","id":"lo","method":"tools/call","params":{"name":"write","arguments":{"bundle":"b","path":"a.md","content":"x \udc00"}}}"#.to_vec(), json!("lo"), Some(-32602)),
+        (br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"transact","arguments":{"changes":[{"bundle":"b","path":"a.md","content":"\ud83d"}]}}}"#.to_vec(), json!(3), Some(-32602)),
+        (br#"{"params":{"name":"search","arguments":{"query":"\ud800\ud800"}},"method":"tools/call","jsonrpc":"2.0","id":4}"#.to_vec(), json!(4), Some(-32602)),
+    ];
     // Over the size limit.
     let mut big = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"transact","arguments":{"changes":[{"bundle":"b","path":"a.md","content":""#.to_vec();
     big.extend(std::iter::repeat_n(b'a', 17 * 1024 * 1024));

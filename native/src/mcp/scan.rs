@@ -210,7 +210,7 @@ impl Scan {
             }
         }
         if self.depth > self.stack.len() {
-            out.push_str("…");
+            out.push('…');
         }
         out
     }
@@ -286,15 +286,11 @@ impl Scan {
                     self.id_raw = Some(vec![]);
                 }
             }
-            b',' => {
-                if self.depth == self.stack.len() {
-                    match self.stack.last_mut() {
-                        Some(Frame::Object { expecting_key, .. }) => *expecting_key = true,
-                        Some(Frame::Array { index }) => *index += 1,
-                        None => {}
-                    }
-                }
-            }
+            b',' if self.depth == self.stack.len() => match self.stack.last_mut() {
+                Some(Frame::Object { expecting_key, .. }) => *expecting_key = true,
+                Some(Frame::Array { index }) => *index += 1,
+                None => {}
+            },
             _ => {}
         }
     }
