@@ -1,9 +1,6 @@
-//! The daemon's HTTP surface: `okfit::serve::handle` behind the same axum
-//! Router `okfit::serve::run` builds (a fallback to `handle` with
-//! `DefaultBodyLimit::max(MAX_BODY)`), driven with `tower::ServiceExt::
-//! oneshot` on a current-thread runtime. `run` builds its Router inline
-//! (it binds a socket and waits for signals), so the Router is rebuilt
-//! here from the public `Daemon::new`, `handle` and `MAX_BODY`.
+//! The daemon's HTTP surface: the Router `okfit serve` serves
+//! (`okfit::serve::router`), driven with `tower::ServiceExt::oneshot` on a
+//! current-thread runtime.
 //!
 //! Input: an HTTP/1.1 request as text (request line, headers, blank line,
 //! body; parsed with httparse; inputs that do not parse are skipped). A
@@ -24,7 +21,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use libfuzzer_sys::fuzz_target;
-use okfit::serve::{handle, Daemon, Grant, MAX_BODY};
+use okfit::serve::{router, Daemon, Grant};
 use okfit_fuzz::{Scratch, FIXTURE_DOCS};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -32,18 +29,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tower::ServiceExt;
 
 const ROTATE: usize = 1000;
-
-/// The Router of `okfit::serve::run`.
-fn router(daemon: Arc<Daemon>) -> axum::Router {
-    axum::Router::new()
-        .fallback(
-            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-                let d = daemon.clone();
-                async move { handle(d, method, uri, headers, body).await }
-            },
-        )
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
-}
 
 struct Daemons {
     daemon: Arc<Daemon>,

@@ -137,11 +137,11 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
         }
         *slot = Some(v.into_owned());
     }
+    // An empty value counts as absent (reference §1.1).
+    let tenant = tenant.filter(|t| !t.is_empty());
+    let token = token.filter(|t| !t.is_empty());
     if let Some(t) = &tenant {
         names::check_tenant(t)?;
-    }
-    if token.as_deref() == Some("") {
-        return Err(format!("invalid dsn \"{dsn}\": token is empty"));
     }
     let path = || -> Result<PathBuf, String> {
         let raw = url.path();

@@ -779,6 +779,19 @@ fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, Erro
     Ok(Arc::new(cfg))
 }
 
+/// The daemon's HTTP application: every request goes to [`handle`], with
+/// bodies limited to [`MAX_BODY`].
+pub fn router(daemon: Arc<Daemon>) -> axum::Router {
+    axum::Router::new()
+        .fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let d = daemon.clone();
+                async move { handle(d, method, uri, headers, body).await }
+            },
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+}
+
 async fn serve_conn<S>(stream: S, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -864,15 +877,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
         .build()
         .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;
     let sources = crate::sources::start(&daemon, &data, opts.debounce_ms.max(10))?;
-    let d2 = daemon.clone();
-    let app = axum::Router::new()
-        .fallback(
-            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-                let d = d2.clone();
-                async move { handle(d, method, uri, headers, body).await }
-            },
-        )
-        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY));
+    let app = router(daemon.clone());
     let token_count = daemon.tokens.len();
     let result: Result<(), Error> = rt.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
