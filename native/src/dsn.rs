@@ -171,7 +171,11 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
             }
             let p = path()?;
             let empty = p.as_os_str().is_empty() || p.as_os_str() == "/";
-            if !empty && !p.is_absolute() {
+            let drive = p.to_str().is_some_and(|t| {
+                let b = t.as_bytes();
+                b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/'
+            });
+            if !empty && !p.is_absolute() && !drive {
                 return Err(format!(
                     "invalid dsn \"{dsn}\": the path must be absolute (okf:///abs/path)"
                 ));
