@@ -19,7 +19,7 @@
 #![no_main]
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
+use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use libfuzzer_sys::fuzz_target;
 use okfit::serve::{router, Daemon, Grant};
 use okfit_fuzz::{Scratch, FIXTURE_DOCS};
