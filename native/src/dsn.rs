@@ -99,9 +99,26 @@ fn windows_form(s: &str) -> String {
     s.to_string()
 }
 
+/// `dsn` with every `token=` value replaced by `…`, for messages and logs.
+pub fn masked(dsn: &str) -> String {
+    let Some((head, query)) = dsn.split_once('?') else {
+        return crate::error::truncate(dsn);
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if k == "token" && !v.is_empty() => format!("{k}=…"),
+            _ => p.to_string(),
+        })
+        .collect();
+    crate::error::truncate(&format!("{head}?{}", params.join("&")))
+}
+
 /// Parses a connection string with the reference's messages.
 pub fn parse(dsn: &str) -> Result<Dsn, String> {
     let normalized = windows_form(dsn.trim());
+    // Messages echo the string, never a token in it.
+    let dsn = &masked(dsn);
     // URL parsing folds `..` (and `%2e%2e`) segments away; a connection
     // string that climbs out of the folder it names is refused instead.
     let head = normalized.split(['?', '#']).next().unwrap_or_default();

@@ -680,7 +680,21 @@ impl Knowledge {
                     return Ok(None);
                 }
                 let shown = format!("{bundle}/{path}");
-                let bytes = Root::open(&fk.root)?.read(path, &shown)?;
+                let bytes = match Root::open(&fk.root)?.read(path, &shown) {
+                    // A file link is read as the walk reads it: only when
+                    // its target stays inside the folder.
+                    Err(e @ Error::Symlink { .. }) => {
+                        let root = std::fs::canonicalize(&fk.root).unwrap_or(fk.root.clone());
+                        match std::fs::canonicalize(fk.root.join(path)) {
+                            Ok(t) if t.starts_with(&root) && t.is_file() => Some(
+                                std::fs::read(&t)
+                                    .map_err(|e| Error::Io(format!("cannot read {shown} ({e})")))?,
+                            ),
+                            _ => return Err(e),
+                        }
+                    }
+                    r => r?,
+                };
                 Ok(bytes.map(|b| {
                     let h = sha256_hex(&b);
                     (b, h)

@@ -908,6 +908,18 @@ fn tenant_names_and_connection_strings_cannot_be_injected() {
         );
         cases += 1;
     }
+    // A refusal never echoes a token.
+    let o = okfit(
+        &[
+            "snapshot",
+            "-c",
+            "okf+http://127.0.0.1:1/?token=s3cret-token&x=1",
+        ],
+        None,
+    );
+    assert_ne!(o.code, 0);
+    assert!(!o.stderr.contains("s3cret"), "{}", o.stderr);
+    cases += 1;
     assert!(
         listing(&root).keys().all(|k| k == "data"),
         "nothing was created: {:?}",

@@ -669,7 +669,7 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     let start = crate::discover::env_start();
     let server = Server::with_options(start, opts)?;
     let shown = match &opts.connection {
-        Some(c) => c.clone(),
+        Some(c) => crate::dsn::masked(c),
         None => match server.live().project() {
             Ok(p) => p.bundle_root.display().to_string(),
             Err(e) => {
