@@ -27,6 +27,15 @@ else
   say "wasm32-unknown-unknown is not installed and could not be added; skipping the wasm32 build check"
 fi
 
+# The fuzz targets (fuzz/, a crate of its own) must keep compiling against
+# the crates they drive; scripts/fuzz.sh runs them.
+if rustup run nightly cargo --version >/dev/null 2>&1; then
+  say "fuzz targets compile (cargo +nightly check, fuzz/)"
+  cargo +nightly check --manifest-path fuzz/Cargo.toml --locked --bins
+else
+  say "the nightly toolchain is not installed: not checking that the fuzz targets compile (rustup toolchain install nightly)"
+fi
+
 say "cargo test"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
