@@ -226,71 +226,51 @@ impl Trap {
     }
 }
 
-/// `(tool, arguments)` that each pass through a link in a [`Trap`].
+/// `(tool, arguments, the link on the way)` that each pass through a link
+/// in a [`Trap`].
 fn link_writes(bundle: &str) -> Vec<(&'static str, Value, &'static str)> {
     let victim = sha256_hex(DOC.as_bytes());
-    vec![
-        (
-            "write",
-            json!({"bundle": bundle, "path": "link/evil.md", "content": DOC}),
-            "link",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "link/victim.md", "content": DOC, "replaces": victim}),
-            "link",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "link/sub/evil.md", "content": DOC}),
-            "link",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "deep/a/link/evil.md", "content": DOC}),
-            "deep/a/link",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "file.md", "content": DOC, "replaces": victim}),
-            "file.md",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "inner.md", "content": DOC, "replaces": victim}),
-            "inner.md",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "relative.md", "content": DOC, "replaces": victim}),
-            "relative.md",
-        ),
-        (
-            "write",
-            json!({"bundle": bundle, "path": "dangling.md", "content": DOC}),
-            "dangling.md",
-        ),
-        (
-            "delete",
-            json!({"bundle": bundle, "path": "link/victim.md", "replaces": victim}),
-            "link",
-        ),
-        (
-            "delete",
-            json!({"bundle": bundle, "path": "file.md", "replaces": victim}),
-            "file.md",
-        ),
-        (
-            "delete",
-            json!({"bundle": bundle, "path": "deep/a/link/victim.md", "replaces": victim}),
-            "deep/a/link",
-        ),
-        (
-            "delete",
-            json!({"bundle": bundle, "path": "dangling.md", "replaces": victim}),
-            "dangling.md",
-        ),
-    ]
+    // (tool, path, replaces the victim's hash, link)
+    let cases = [
+        ("write", "link/evil.md", false, "link"),
+        ("write", "link/victim.md", true, "link"),
+        ("write", "link/sub/evil.md", false, "link"),
+        ("write", "deep/a/link/evil.md", false, "deep/a/link"),
+        ("write", "file.md", true, "file.md"),
+        ("write", "inner.md", true, "inner.md"),
+        ("write", "relative.md", true, "relative.md"),
+        ("write", "dangling.md", false, "dangling.md"),
+        ("delete", "link/victim.md", true, "link"),
+        ("delete", "file.md", true, "file.md"),
+        ("delete", "deep/a/link/victim.md", true, "deep/a/link"),
+        ("delete", "dangling.md", true, "dangling.md"),
+    ];
+    cases
+        .into_iter()
+        .map(|(tool, path, replaces, link)| {
+            let mut args = json!({"bundle": bundle, "path": path});
+            if tool == "write" {
+                args["content"] = json!(DOC);
+            }
+            if replaces {
+                args["replaces"] = json!(victim);
+            }
+            (tool, args, link)
+        })
+        .collect()
+}
+
+/// Sends every [`link_writes`] call and asserts each is refused, naming the
+/// path and the link; returns how many were sent.
+fn refuse_link_writes(s: &mut Raw, bundle: &str) -> usize {
+    let writes = link_writes(bundle);
+    for (i, (tool, args, link)) in writes.iter().enumerate() {
+        let path = args["path"].as_str().unwrap().to_string();
+        let a = s.call(i as i64 + 1, tool, args.clone());
+        assert_eq!(a["id"], i as i64 + 1);
+        assert_refused(&format!("{tool} {path}"), &a, bundle, &path, link);
+    }
+    writes.len()
 }
 
 fn assert_refused(what: &str, answer: &Value, bundle: &str, path: &str, link: &str) {
@@ -307,14 +287,7 @@ fn folder_connection_writes_never_pass_through_a_symlink() {
     let t = Trap::new("notes");
     let before = t.snapshot();
     let mut s = Raw::mcp(&[&format!("okf://{}", t.notes.display())]);
-    let mut cases = 0;
-    for (i, (tool, args, link)) in link_writes("notes").into_iter().enumerate() {
-        let path = args["path"].as_str().unwrap().to_string();
-        let a = s.call(i as i64 + 1, tool, args);
-        assert_eq!(a["id"], i as i64 + 1);
-        assert_refused(&format!("{tool} {path}"), &a, "notes", &path, link);
-        cases += 1;
-    }
+    let cases = refuse_link_writes(&mut s, "notes");
     assert_eq!(
         t.snapshot(),
         before,
@@ -341,13 +314,7 @@ fn project_mode_writes_never_pass_through_a_symlink() {
         .env("OKFIT_PROJECT_DIR", &t.root)
         .env_remove("CLAUDE_PROJECT_DIR");
     let mut s = Raw::start(c);
-    let mut cases = 0;
-    for (i, (tool, args, link)) in link_writes("okf").into_iter().enumerate() {
-        let path = args["path"].as_str().unwrap().to_string();
-        let a = s.call(i as i64 + 1, tool, args);
-        assert_refused(&format!("project {tool} {path}"), &a, "okf", &path, link);
-        cases += 1;
-    }
+    let cases = refuse_link_writes(&mut s, "okf");
     assert_eq!(t.snapshot(), before);
     eprintln!("project mode: {cases} link writes refused");
 }
