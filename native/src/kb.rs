@@ -630,18 +630,13 @@ impl Knowledge {
 
     /// Batched slices rendered with the `@@` framing (reference §4.3).
     pub fn get(&self, ids: &[String], opts: &GetOptions) -> Result<String, Error> {
+        check_ids(ids)?;
         if let Some(r) = &self.remote {
-            if ids.is_empty() {
-                return Err(Error::Refused("get needs at least one id".into()));
-            }
             let (found, missing) = crate::remote::ops::get(r, ids, opts)?;
             let f: Vec<(&str, &okfit_core::kb::slice::Slice)> =
                 found.iter().map(|(i, s)| (i.as_str(), s)).collect();
             let m: Vec<&str> = missing.iter().map(String::as_str).collect();
             return Ok(okfit_core::kb::slice::render(&f, &m));
-        }
-        if ids.is_empty() {
-            return Err(Error::Refused("get needs at least one id".into()));
         }
         self.read(None, |view, body| {
             view.model
@@ -652,6 +647,7 @@ impl Knowledge {
 
     /// Batched slices, structured (ids found, ids missing).
     pub fn get_slices(&self, ids: &[String], opts: &GetOptions) -> Result<model::Fetched, Error> {
+        check_ids(ids)?;
         if let Some(r) = &self.remote {
             return crate::remote::ops::get(r, ids, opts);
         }
@@ -1173,6 +1169,23 @@ impl StoreKb {
 
 /// Largest total content of one transaction.
 pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
+
+/// Most ids one `get` takes.
+pub const MAX_GET_IDS: usize = 1000;
+
+/// Checks the ids of one `get`: at least one, at most [`MAX_GET_IDS`].
+fn check_ids(ids: &[String]) -> Result<(), Error> {
+    if ids.is_empty() {
+        return Err(Error::Refused("get needs at least one id".into()));
+    }
+    if ids.len() > MAX_GET_IDS {
+        return Err(Error::Refused(format!(
+            "get takes at most {MAX_GET_IDS} ids per call, not {}; split them into several calls",
+            ids.len()
+        )));
+    }
+    Ok(())
+}
 
 /// The largest request a client may send (an MCP message or a daemon
 /// request body): a whole transaction plus its JSON framing.

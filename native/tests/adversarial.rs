@@ -544,7 +544,11 @@ fn hostile_requests() -> Vec<(Vec<u8>, Value, Option<i64>)> {
     v.push((deep, json!(6), Some(-32600)));
     // A 10 MB array of ids for get.
     let ids: Vec<String> = (0..900_000).map(|i| format!("id{i}")).collect();
-    v.push((call(json!(7), "get", json!({"ids": ids})), json!(7), None));
+    v.push((
+        call(json!(7), "get", json!({"ids": ids})),
+        json!(7),
+        Some(-32602),
+    ));
     // Numbers where strings belong, and out-of-range numbers.
     v.push((
         call(
@@ -690,6 +694,12 @@ fn every_hostile_request_on_stdio_gets_one_answer_with_its_id() {
     let msg = a["error"]["message"].as_str().unwrap();
     assert!(
         msg.contains("argument content is not valid Unicode"),
+        "{msg}"
+    );
+    let a = s.ask(&hostile_requests()[7].0);
+    let msg = a["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("900000") || msg.contains("maximum") || msg.contains("more than 1000"),
         "{msg}"
     );
     let a = s.ask(hostile_requests()[4].0.as_slice());

@@ -197,7 +197,7 @@ fn get_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Concept ids taken from the manifest."},
+            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": crate::kb::MAX_GET_IDS, "description": "Concept ids taken from the manifest."},
             "section": {"type": "string", "description": "Optional section name to return instead of the whole concept."},
             "offset": {"type": "integer", "minimum": 0, "description": "Character offset to start from, for continuing a partial slice."},
             "limit": {"type": "integer", "minimum": 1, "description": "Maximum characters per concept, default 15000. With find, sizes the window instead."},

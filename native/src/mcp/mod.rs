@@ -56,6 +56,17 @@ fn instance_path(pointer: &str) -> String {
     out
 }
 
+/// `s` shortened to its first 80 and last 120 characters when longer.
+fn elide_middle(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= 240 {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(80).collect();
+    let tail: String = s.chars().skip(n - 120).collect();
+    format!("{head} … {tail}")
+}
+
 /// Checks a tool's arguments against its schema before the handler runs:
 /// `Err` is the -32602 message in the seed's wording.
 pub fn check_args(
@@ -93,7 +104,9 @@ pub fn check_args(
             jsonschema::error::ValidationErrorKind::Pattern { pattern } => {
                 format!("Invalid string: must match pattern /{pattern}/")
             }
-            _ => msg,
+            // The message quotes the instance, which may be megabytes:
+            // keep its start and its end, where the reason is.
+            _ => elide_middle(&msg),
         };
         let at = instance_path(&e.instance_path().to_string());
         problems.push(if at.is_empty() {
