@@ -50,6 +50,8 @@ pub enum Error {
     Conflict(String),
     /// The store could not be read or written.
     Store(String),
+    /// The tenant does not exist yet (its first write creates it).
+    NoTenant(String),
     /// A write whose path passes through a symbolic link: refused, since
     /// okfit never writes through one.
     Symlink {
@@ -78,6 +80,7 @@ impl Error {
             Error::Conflict(_) => "Conflict",
             Error::Store(_) => "StoreError",
             Error::Symlink { .. } => "ThroughSymlink",
+            Error::NoTenant(_) => "TenantNotFound",
         }
     }
 
@@ -85,7 +88,9 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Overlay(_) => 64,
-            Error::Refused(_) | Error::Conflict(_) | Error::Symlink { .. } => 1,
+            Error::Refused(_) | Error::Conflict(_) | Error::Symlink { .. } | Error::NoTenant(_) => {
+                1
+            }
             _ => 3,
         }
     }
@@ -120,7 +125,11 @@ impl std::fmt::Display for Error {
             Error::ConceptNotFound(id) => {
                 write!(f, "no concept \"{}\" in this bundle", truncate(id))
             }
-            Error::Io(m) | Error::Refused(m) | Error::Conflict(m) | Error::Store(m) => {
+            Error::Io(m)
+            | Error::Refused(m)
+            | Error::Conflict(m)
+            | Error::Store(m)
+            | Error::NoTenant(m) => {
                 write!(f, "{m}")
             }
             Error::Symlink { path, link } => write!(

@@ -698,7 +698,7 @@ impl Knowledge {
             }
             Backend::Store(sk) => {
                 match sk.refresh() {
-                    Err(Error::Refused(_)) if sk.store.is_none() => return Ok(None),
+                    Err(Error::NoTenant(_)) if sk.store.is_none() => return Ok(None),
                     r => r?,
                 }
                 let Some(view) = sk.view.as_ref() else {

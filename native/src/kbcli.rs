@@ -221,7 +221,7 @@ fn bundle_changes(kb: &Knowledge, bundle: &str, docs: Docs) -> Result<(Vec<Chang
             .filter(|(b, _, _)| b == bundle)
             .map(|(_, p, h)| (p, h))
             .collect(),
-        Err(Error::Refused(_)) => Default::default(),
+        Err(Error::NoTenant(_)) => Default::default(),
         Err(e) => return Err(e),
     };
     let mut changes = vec![];
@@ -565,7 +565,7 @@ fn read_input(from: Option<&Path>) -> Result<Vec<u8>, Error> {
 fn current_hash(kb: &Knowledge, bundle: &str, path: &str) -> Result<Option<String>, Error> {
     match kb.read_source(bundle, path) {
         Ok(v) => Ok(v.map(|(_, h)| h)),
-        Err(Error::Refused(_)) => Ok(None),
+        Err(Error::NoTenant(_) | Error::Refused(_)) => Ok(None),
         Err(e) => Err(e),
     }
 }

@@ -199,7 +199,7 @@ fn conflict(message: &str) -> Response {
 fn error_reply(e: Error) -> Response {
     match e {
         Error::Conflict(m) => conflict(&m),
-        Error::Refused(m) if m.starts_with("no tenant ") => text(StatusCode::NOT_FOUND, m),
+        Error::NoTenant(m) => text(StatusCode::NOT_FOUND, m),
         Error::Refused(m) | Error::Usage(m) => text(StatusCode::BAD_REQUEST, m),
         e @ Error::Symlink { .. } => text(StatusCode::BAD_REQUEST, e.to_string()),
         other => text(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),

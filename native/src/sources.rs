@@ -92,7 +92,7 @@ pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<
     let files = read_folder(folder)?;
     let db: BTreeMap<Key, String> = match kb.list_sources() {
         Ok(v) => v.into_iter().map(|(b, p, h)| ((b, p), h)).collect(),
-        Err(Error::Refused(_)) => BTreeMap::new(),
+        Err(Error::NoTenant(_)) => BTreeMap::new(),
         Err(e) => return Err(e),
     };
     let mut base = read_baseline(data, tenant);

@@ -218,7 +218,7 @@ impl SqliteStore {
         let dir = tenant_dir(root, tenant);
         let path = dir.join("okfit.sqlite");
         let missing = || {
-            Error::Refused(format!(
+            Error::NoTenant(format!(
                 "no tenant \"{tenant}\" in {}: write a concept or run okfit put to create it",
                 root.display()
             ))
