@@ -804,13 +804,13 @@ impl Knowledge {
     }
 
     /// The validator's findings for `text` as `bundle/path` in the
-    /// current state, as `<level> <path>: <message>` lines.
+    /// current state.
     pub fn diagnostics_for(
         &self,
         bundle: &str,
         path: &str,
         text: &str,
-    ) -> Result<Vec<String>, Error> {
+    ) -> Result<Vec<Finding>, Error> {
         if let Some(r) = &self.remote {
             return crate::remote::ops::diagnostics(r, bundle, path, text);
         }
@@ -823,7 +823,11 @@ impl Knowledge {
                 .model
                 .file_diagnostics(bundle, path, text, &cfg, now)
                 .into_iter()
-                .map(|d| format!("{} {}: {}", d.severity.as_str(), path, d.message))
+                .map(|d| Finding {
+                    level: d.severity.as_str().to_string(),
+                    path: path.to_string(),
+                    message: d.message,
+                })
                 .collect())
         })
     }
@@ -1169,6 +1173,24 @@ impl StoreKb {
 
 /// Largest total content of one transaction.
 pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
+
+/// One validator finding for a document, carried as data and rendered
+/// only at the edge (`<level> <path>: <message>`, reference §4.4).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Finding {
+    /// `error`, `warning` or `info`.
+    pub level: String,
+    /// The document's path inside its bundle.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.level, self.path, self.message)
+    }
+}
 
 /// Most ids one `get` takes.
 pub const MAX_GET_IDS: usize = 1000;

@@ -608,11 +608,11 @@ pub fn write(a: WriteArgs) -> Result<i32, Error> {
     let hash = c.hashes.first().cloned().flatten().unwrap_or_default();
     eprintln!("wrote {}/{} {hash}", a.bundle, a.path);
     let text = String::from_utf8_lossy(&content);
-    for l in kb
+    for f in kb
         .diagnostics_for(&a.bundle, &a.path, &text)
         .unwrap_or_default()
     {
-        eprintln!("{l}");
+        eprintln!("{f}");
     }
     Ok(0)
 }

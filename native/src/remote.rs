@@ -643,20 +643,13 @@ pub mod ops {
         bundle: &str,
         path: &str,
         text: &str,
-    ) -> Result<Vec<String>, Error> {
+    ) -> Result<Vec<crate::kb::Finding>, Error> {
         let v = r.post_json(
             "diagnostics",
             &json!({"bundle": bundle, "path": path, "content": text}),
         )?;
-        Ok(v["lines"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default())
+        serde_json::from_value(v["findings"].clone())
+            .map_err(|e| Error::Io(format!("okfit serve sent findings okfit cannot read ({e})")))
     }
 
     fn committed(v: &Value, changes: &[Change]) -> Committed {

@@ -621,7 +621,7 @@ fn answer(kb: &Knowledge, tenant: &str, req: Req) -> Response {
                 return text(StatusCode::BAD_REQUEST, shape);
             };
             match kb.diagnostics_for(bundle, path, content) {
-                Ok(lines) => json_reply(StatusCode::OK, json!({"lines": lines})),
+                Ok(findings) => json_reply(StatusCode::OK, json!({"findings": findings})),
                 Err(e) => error_reply(e),
             }
         }

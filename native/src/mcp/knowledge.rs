@@ -316,10 +316,10 @@ fn write_or_delete(kb: &Knowledge, name: &str, args: &Value) -> Result<String, S
         ),
     };
     if let Some(text) = &content {
-        if let Ok(lines) = kb.diagnostics_for(&bundle, &path, text) {
-            for l in lines {
+        if let Ok(findings) = kb.diagnostics_for(&bundle, &path, text) {
+            for f in findings {
                 out.push('\n');
-                out.push_str(&l);
+                out.push_str(&f.to_string());
             }
         }
     }
@@ -354,14 +354,12 @@ pub fn revision_json(kb: &Knowledge, c: &crate::kb::Committed, changes: &[Change
     for ch in changes {
         if let Some(bytes) = &ch.content {
             let text = String::from_utf8_lossy(bytes);
-            if let Ok(lines) = kb.diagnostics_for(&ch.bundle, &ch.path, &text) {
-                for l in lines {
-                    let (level, rest) = l.split_once(' ').unwrap_or(("warning", &l));
-                    let message = rest.split_once(": ").map_or(rest, |(_, m)| m).to_string();
+            if let Ok(findings) = kb.diagnostics_for(&ch.bundle, &ch.path, &text) {
+                for f in findings {
                     diagnostics.push(json!({
-                        "level": level,
+                        "level": f.level,
                         "path": format!("{}/{}", ch.bundle, ch.path),
-                        "message": message
+                        "message": f.message
                     }));
                 }
             }
