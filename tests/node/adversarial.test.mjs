@@ -54,6 +54,30 @@ const INIT = {
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "adversary", version: "1" } },
 };
 
+/** Messages from the server as they arrive; `next()` waits for one (and
+ *  fails after a minute: a request went unanswered). */
+function inbox() {
+  const queue = [];
+  let wake = null;
+  return {
+    push(m) {
+      queue.push(m);
+      if (wake) wake();
+    },
+    async next() {
+      const deadline = Date.now() + 60_000;
+      while (queue.length === 0) {
+        assert.ok(Date.now() < deadline, "a request went unanswered");
+        await new Promise((r) => { wake = r; setTimeout(r, 100); });
+      }
+      return queue.shift();
+    },
+    get size() {
+      return queue.length;
+    },
+  };
+}
+
 /** Error code of an answer; a tool's own refusal counts as -32602. */
 const codeOf = (a) => a.error?.code ?? (a.result?.isError ? -32602 : undefined);
 
@@ -61,22 +85,11 @@ test("createMcpServer answers every hostile message once, with its id", async ()
   const data = join(work, "sdk");
   const server = createMcpServer(`okf://${data}?tenant=acme`, undefined, { databaseTools: true });
   const [client, serverSide] = InMemoryTransport.createLinkedPair();
-  const answers = [];
-  let wake = null;
-  client.onmessage = (m) => {
-    answers.push(m);
-    if (wake) wake();
-  };
+  const answers = inbox();
+  client.onmessage = (m) => answers.push(m);
   await server.connect(serverSide);
   await client.start();
-  const next = async () => {
-    const deadline = Date.now() + 60_000;
-    while (answers.length === 0) {
-      assert.ok(Date.now() < deadline, "a request went unanswered");
-      await new Promise((r) => { wake = r; setTimeout(r, 100); });
-    }
-    return answers.shift();
-  };
+  const next = () => answers.next();
   await client.send(INIT);
   assert.equal((await next()).id, "init");
   await client.send({ jsonrpc: "2.0", method: "notifications/initialized" });
@@ -93,7 +106,7 @@ test("createMcpServer answers every hostile message once, with its id", async ()
   assert.match((await next()).error.message, /argument content is not valid Unicode/);
   await client.send({ jsonrpc: "2.0", id: "last", method: "ping" });
   assert.equal((await next()).id, "last", "no stray answers");
-  assert.equal(answers.length, 0);
+  assert.equal(answers.size, 0);
   assert.ok(!existsSync(join(data, "tenants", "acme")) || readdirSync(join(data, "tenants", "acme")).length >= 0);
   await client.send(call("w", "snapshot", {}));
   const snap = await next();
@@ -108,9 +121,8 @@ test("the Node bin answers every hostile line once, with its id", async () => {
   const child = spawn(process.execPath, [nodeBin, `okf://${data}?tenant=acme`, "--database-tools"], {
     stdio: ["pipe", "pipe", "ignore"],
   });
-  const lines = [];
+  const lines = inbox();
   let buf = "";
-  let wake = null;
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (d) => {
     buf += d;
@@ -119,16 +131,8 @@ test("the Node bin answers every hostile line once, with its id", async () => {
       lines.push(JSON.parse(buf.slice(0, i)));
       buf = buf.slice(i + 1);
     }
-    if (wake) wake();
   });
-  const next = async () => {
-    const deadline = Date.now() + 60_000;
-    while (lines.length === 0) {
-      assert.ok(Date.now() < deadline, "a request went unanswered");
-      await new Promise((r) => { wake = r; setTimeout(r, 100); });
-    }
-    return lines.shift();
-  };
+  const next = () => lines.next();
   const send = (text) => new Promise((r) => child.stdin.write(text + "\n", r));
   try {
     await send(JSON.stringify(INIT));
