@@ -253,7 +253,7 @@ pub async fn validate_native(root: Option<String>, args: Value) -> Result<Value>
             None => std::env::current_dir().map_err(err)?,
         };
         let mut live = okfit::mcp::live::Live::new(start);
-        okfit::mcp::tools::call(&mut live, "validate_bundle", &args)
+        okfit::mcp::tools::validate(&mut live, &args, "okfit")
             .map_err(|r| Error::new(Status::GenericFailure, r.text()))
     })
     .await

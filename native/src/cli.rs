@@ -403,14 +403,7 @@ fn shown(p: &Path) -> String {
 }
 
 fn meta(p: &Project) -> Meta {
-    Meta {
-        okfit_version: crate::VERSION.to_string(),
-        producer: "okfit".into(),
-        distribution: None,
-        okf_version: p.config.okf_version.clone(),
-        root: p.bundle_root.display().to_string(),
-        profile: p.config.profile.map(str::to_string),
-    }
+    crate::project::meta(p, "okfit")
 }
 
 fn out_err(e: std::io::Error) -> Error {

@@ -180,6 +180,20 @@ pub fn load_walked(
     })
 }
 
+/// The envelope's metadata for a report on `project` made by `producer`
+/// (`okfit` for the CLI and the Node addon's `validate()`, `@okfit/mcp` for
+/// the MCP tool).
+pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
+    okfit_core::report::Meta {
+        okfit_version: crate::VERSION.to_string(),
+        producer: producer.into(),
+        distribution: None,
+        okf_version: project.config.okf_version.clone(),
+        root: project.bundle_root.display().to_string(),
+        profile: project.config.profile.map(str::to_string),
+    }
+}
+
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`
 /// unless `skip_provenance`.
 pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Report {

@@ -6,7 +6,7 @@ use crate::discover::Project;
 use crate::project::{self, LoadOptions};
 use okfit_core::bundle::{Bundle, IdError};
 use okfit_core::query::{self, ListFilter};
-use okfit_core::report::{self, Meta};
+use okfit_core::report;
 use okfit_core::time::{self, Instant};
 use serde_json::{json, Value};
 
@@ -257,7 +257,7 @@ pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal>
             let (_, b) = live.fresh()?;
             Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
         }
-        "validate_bundle" => validate(live, args),
+        "validate_bundle" => validate(live, args, "@okfit/mcp"),
         other => Err(Refusal::new(
             format!("unknown tool \"{}\"", truncate(other)),
             "",
@@ -382,7 +382,10 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
     Ok(v)
 }
 
-fn validate(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+/// The `okfit validate --format json` envelope for the project `live`
+/// serves, with `args`' unsaved documents overlaid and `producer` named
+/// in it (the Node addon's `validate()` calls this directly).
+pub fn validate(live: &mut Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
     let now = now_arg(args)?;
     let documents: Vec<(String, String)> = args
         .get("documents")
@@ -409,13 +412,5 @@ fn validate(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
         },
     )?;
     let report = project::validate(&p, &loaded, false);
-    let meta = Meta {
-        okfit_version: crate::VERSION.to_string(),
-        producer: "@okfit/mcp".into(),
-        distribution: None,
-        okf_version: p.config.okf_version.clone(),
-        root: p.bundle_root.display().to_string(),
-        profile: p.config.profile.map(str::to_string),
-    };
-    Ok(report::to_value(&report, &meta))
+    Ok(report::to_value(&report, &project::meta(&p, producer)))
 }
