@@ -22,7 +22,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use libfuzzer_sys::fuzz_target;
 use okfit::serve::{router, Daemon, Grant};
-use okfit_fuzz::{Scratch, FIXTURE_DOCS};
+use okfit_fuzz::{resolve_current, Scratch, FIXTURE_DOCS};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -158,18 +158,8 @@ fn resolve(d: &Daemon, uri: &Uri, headers: &mut [(HeaderName, HeaderValue)], bod
     let tenant = tenant.unwrap_or("fuzz");
     if let Some(Value::Array(changes)) = top.get_mut("changes") {
         for c in changes.iter_mut() {
-            let Value::Object(o) = c else { continue };
-            if o.get("replaces").and_then(Value::as_str) != Some("@current") {
-                continue;
-            }
-            let (Some(b), Some(p)) = (
-                o.get("bundle").and_then(Value::as_str),
-                o.get("path").and_then(Value::as_str),
-            ) else {
-                continue;
-            };
-            if let Some(h) = current(d, tenant, b, p) {
-                o.insert("replaces".into(), Value::String(h));
+            if let Value::Object(o) = c {
+                resolve_current(o, |b, p| current(d, tenant, b, p));
             }
         }
     }

@@ -20,7 +20,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use okfit::mcp::{Options, Server};
-use okfit_fuzz::{copy_tree, fixture_project, Scratch, FIXTURE_DOCS};
+use okfit_fuzz::{copy_tree, fixture_project, resolve_current, Scratch, FIXTURE_DOCS};
 use serde_json::{Map, Value};
 use std::sync::Mutex;
 
@@ -114,20 +114,8 @@ fn resolve(server: &Server, args: &mut Map<String, Value>) {
     let Ok(kb) = server.knowledge() else {
         return;
     };
-    let current = |o: &mut Map<String, Value>| {
-        if o.get("replaces").and_then(Value::as_str) != Some("@current") {
-            return;
-        }
-        let (Some(b), Some(p)) = (
-            o.get("bundle").and_then(Value::as_str),
-            o.get("path").and_then(Value::as_str),
-        ) else {
-            return;
-        };
-        if let Ok(Some((_, h))) = kb.read_source(b, p) {
-            o.insert("replaces".into(), Value::String(h));
-        }
-    };
+    let lookup = |b: &str, p: &str| kb.read_source(b, p).ok().flatten().map(|(_, h)| h);
+    let current = |o: &mut Map<String, Value>| resolve_current(o, lookup);
     current(args);
     if let Some(Value::Array(changes)) = args.get_mut("changes") {
         for c in changes.iter_mut() {

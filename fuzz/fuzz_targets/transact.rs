@@ -60,6 +60,20 @@ enum Sel {
     NotString(u64),
 }
 
+impl Sel {
+    /// The JSON value chosen (`current`: the hash or head it stands for);
+    /// `None` leaves the key out.
+    fn value(&self, current: Option<String>) -> Option<Value> {
+        match self {
+            Sel::Missing => None,
+            Sel::Current => current.map(Value::String),
+            Sel::Literal(s) => Some(json!(s)),
+            Sel::Digest(d) => Some(json!(digest(d))),
+            Sel::NotString(x) => Some(json!(x)),
+        }
+    }
+}
+
 #[derive(Arbitrary, Debug)]
 struct Ch {
     op: Op,
@@ -171,22 +185,8 @@ fn to_json(b: &Batch, kb: &Knowledge) -> Value {
                 o.insert("content".into(), json!(x));
             }
         }
-        match &c.replaces {
-            Sel::Missing => {}
-            Sel::Current => {
-                if let Some(h) = current {
-                    o.insert("replaces".into(), json!(h));
-                }
-            }
-            Sel::Literal(s) => {
-                o.insert("replaces".into(), json!(s));
-            }
-            Sel::Digest(d) => {
-                o.insert("replaces".into(), json!(digest(d)));
-            }
-            Sel::NotString(x) => {
-                o.insert("replaces".into(), json!(x));
-            }
+        if let Some(v) = c.replaces.value(current) {
+            o.insert("replaces".into(), v);
         }
         if c.tenant {
             o.insert("tenant".into(), json!("fuzz"));
@@ -198,22 +198,8 @@ fn to_json(b: &Batch, kb: &Knowledge) -> Value {
     }
     let mut top = Map::new();
     top.insert("changes".into(), Value::Array(changes));
-    match &b.expected {
-        Sel::Missing => {}
-        Sel::Current => {
-            if let Ok(Some(h)) = kb.head() {
-                top.insert("expectedRevision".into(), json!(h));
-            }
-        }
-        Sel::Literal(s) => {
-            top.insert("expectedRevision".into(), json!(s));
-        }
-        Sel::Digest(d) => {
-            top.insert("expectedRevision".into(), json!(digest(d)));
-        }
-        Sel::NotString(x) => {
-            top.insert("expectedRevision".into(), json!(x));
-        }
+    if let Some(v) = b.expected.value(kb.head().ok().flatten()) {
+        top.insert("expectedRevision".into(), v);
     }
     if b.tenant {
         top.insert("tenant".into(), json!("fuzz"));

@@ -110,6 +110,28 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Replaces a change's `"replaces": "@current"` placeholder with the hash
+/// `lookup(bundle, path)` finds, so that replaces and deletes get past their
+/// preconditions.
+pub fn resolve_current(
+    change: &mut serde_json::Map<String, serde_json::Value>,
+    lookup: impl Fn(&str, &str) -> Option<String>,
+) {
+    use serde_json::Value;
+    if change.get("replaces").and_then(Value::as_str) != Some("@current") {
+        return;
+    }
+    let (Some(b), Some(p)) = (
+        change.get("bundle").and_then(Value::as_str),
+        change.get("path").and_then(Value::as_str),
+    ) else {
+        return;
+    };
+    if let Some(h) = lookup(b, p) {
+        change.insert("replaces".into(), Value::String(h));
+    }
+}
+
 /// `bytes` as text: lossy, so every input reaches the text APIs.
 pub fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(bytes)

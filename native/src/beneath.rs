@@ -36,7 +36,7 @@ pub struct Root {
 pub struct Dir {
     fd: OwnedFd,
     /// The directory's absolute path, for messages.
-    pub path: PathBuf,
+    path: PathBuf,
     /// Root-relative path of this directory (`""` for the root).
     rel: String,
 }
@@ -65,13 +65,8 @@ impl Root {
         Root::open(path)
     }
 
-    /// The root's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The root itself as a [`Dir`].
-    pub fn as_dir(&self) -> Result<Dir, Error> {
+    fn as_dir(&self) -> Result<Dir, Error> {
         let fd = self
             .fd
             .try_clone()

@@ -74,6 +74,12 @@ pub fn default_data_root() -> Result<PathBuf, String> {
     })
 }
 
+/// Whether `s` starts like a Windows drive path (`C:/…`, `C:\…`).
+fn drive_path(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'/' | b'\\')
+}
+
 /// Rewrites `scheme://C:\x` and `scheme:C:/x` as `scheme:///C:/x`.
 fn windows_form(s: &str) -> String {
     let (head, query) = match s.find('?') {
@@ -91,9 +97,7 @@ fn windows_form(s: &str) -> String {
         return s.to_string();
     }
     let rest = head[colon + 1..].trim_start_matches('/');
-    let b = rest.as_bytes();
-    if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/')
-    {
+    if drive_path(rest) {
         return format!("{scheme}///{}{query}", rest.replace('\\', "/"));
     }
     s.to_string()
@@ -123,10 +127,8 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
     // string that climbs out of the folder it names is refused instead.
     let head = normalized.split(['?', '#']).next().unwrap_or_default();
     if head.split(['/', '\\']).any(|seg| {
-        percent_encoding::percent_decode_str(seg)
-            .decode_utf8_lossy()
-            .split(['/', '\\'])
-            .any(|s| s == "..")
+        let decoded = percent_encoding::percent_decode_str(seg).decode_utf8_lossy();
+        decoded.contains('\0') || decoded.split(['/', '\\']).any(|s| s == "..")
     }) {
         return Err(format!(
             "invalid dsn \"{dsn}\": the path must not contain \"..\" or NUL (percent-encoded or not)"
@@ -166,16 +168,9 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
             .decode_utf8()
             .map_err(|_| format!("invalid dsn \"{dsn}\": the path is not valid UTF-8"))?;
         let p = decoded.as_ref();
-        if p.contains('\0') || p.split(['/', '\\']).any(|seg| seg == "..") {
-            return Err(format!(
-                "invalid dsn \"{dsn}\": the path must not contain \"..\" or NUL (percent-encoded or not)"
-            ));
-        }
-        let b = p.as_bytes();
-        let p = if b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':' {
-            &p[1..]
-        } else {
-            p
+        let p = match p.strip_prefix('/') {
+            Some(rest) if drive_path(rest) => rest,
+            _ => p,
         };
         Ok(PathBuf::from(p))
     };
@@ -188,11 +183,7 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
             }
             let p = path()?;
             let empty = p.as_os_str().is_empty() || p.as_os_str() == "/";
-            let drive = p.to_str().is_some_and(|t| {
-                let b = t.as_bytes();
-                b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'/'
-            });
-            if !empty && !p.is_absolute() && !drive {
+            if !empty && !p.is_absolute() && !p.to_str().is_some_and(drive_path) {
                 return Err(format!(
                     "invalid dsn \"{dsn}\": the path must be absolute (okf:///abs/path)"
                 ));

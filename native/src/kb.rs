@@ -681,13 +681,13 @@ impl Knowledge {
                     // its target stays inside the folder.
                     Err(e @ Error::Symlink { .. }) => {
                         let root = std::fs::canonicalize(&fk.root).unwrap_or(fk.root.clone());
-                        match std::fs::canonicalize(fk.root.join(path)) {
-                            Ok(t) if t.starts_with(&root) && t.is_file() => Some(
-                                std::fs::read(&t)
-                                    .map_err(|e| Error::Io(format!("cannot read {shown} ({e})")))?,
-                            ),
-                            _ => return Err(e),
-                        }
+                        let Some(t) = walk::linked_file(&root, &fk.root.join(path)) else {
+                            return Err(e);
+                        };
+                        Some(
+                            std::fs::read(&t)
+                                .map_err(|e| Error::Io(format!("cannot read {shown} ({e})")))?,
+                        )
                     }
                     r => r?,
                 };
@@ -839,6 +839,10 @@ impl FolderKb {
     /// and renamed over the target, so a reader sees old or new bytes.
     fn commit(&mut self, name: &str, changes: &[Change]) -> Result<Committed, CommitError> {
         let root = Root::open(&self.root)?;
+        let shown: Vec<String> = changes
+            .iter()
+            .map(|c| format!("{}/{}", c.bundle, c.path))
+            .collect();
         let mut current: Vec<Option<Vec<u8>>> = vec![];
         for (i, c) in changes.iter().enumerate() {
             if c.bundle != name {
@@ -848,8 +852,7 @@ impl FolderKb {
                 ))
                 .into());
             }
-            let shown = format!("{}/{}", c.bundle, c.path);
-            let bytes = root.read(&c.path, &shown)?;
+            let bytes = root.read(&c.path, &shown[i])?;
             let hash = bytes.as_deref().map(sha256_hex);
             if let Err(failure) = check_precondition(c, hash.as_deref()) {
                 return Err(CommitError::Precondition { index: i, failure });
@@ -867,15 +870,16 @@ impl FolderKb {
             }
         };
         for (n, c) in changes.iter().enumerate() {
-            let shown = format!("{}/{}", c.bundle, c.path);
             let (d, file) = Root::split(&c.path);
-            let dir = match root.dir(d, c.content.is_some(), &shown) {
+            let dir = match root.dir(d, c.content.is_some(), &shown[n]) {
                 Ok(Some(dir)) => dir,
                 Ok(None) => {
                     cleanup(&staged);
-                    return Err(
-                        Error::Io(format!("cannot remove {shown}: its folder is gone")).into(),
-                    );
+                    return Err(Error::Io(format!(
+                        "cannot remove {}: its folder is gone",
+                        shown[n]
+                    ))
+                    .into());
                 }
                 Err(e) => {
                     cleanup(&staged);
@@ -897,12 +901,11 @@ impl FolderKb {
         let mut done: Vec<usize> = vec![];
         let mut failure = None;
         for (i, c) in changes.iter().enumerate() {
-            let shown = format!("{}/{}", c.bundle, c.path);
             let (_, file) = Root::split(&c.path);
             let (dir, tmp) = &staged[i];
             let r = match tmp {
-                Some(tmp) => dir.replace(tmp, file, &shown),
-                None => dir.remove(file, &shown),
+                Some(tmp) => dir.replace(tmp, file, &shown[i]),
+                None => dir.remove(file, &shown[i]),
             };
             match r {
                 Ok(()) => done.push(i),
@@ -920,7 +923,7 @@ impl FolderKb {
                 match &current[i] {
                     Some(old) => {
                         if let Ok(t) = dir.stage(file, i, old) {
-                            if dir.replace(&t, file, "").is_err() {
+                            if dir.replace(&t, file, &shown[i]).is_err() {
                                 dir.remove_quiet(&t);
                             }
                         }

@@ -120,10 +120,17 @@ fn getrandom(buf: &mut [u8]) -> Result<(), Error> {
         .map_err(|e| Error::Io(format!("no randomness for a token ({e})")))
 }
 
+/// A token's sha256: what the daemon keeps and compares.
+fn token_digest(token: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(token.as_bytes()).into()
+}
+
 /// The shared state of a running daemon.
 pub struct Daemon {
     data: PathBuf,
-    tokens: HashMap<String, Grant>,
+    /// The sha256 of each token with its grant (digested once, at start).
+    tokens: Vec<([u8; 32], Grant)>,
     tenants: Mutex<HashMap<String, Arc<Knowledge>>>,
 }
 
@@ -132,13 +139,11 @@ impl Daemon {
     /// constant time over its sha256, so the time taken says nothing about
     /// how close a guess came.
     pub fn grant(&self, bearer: &str) -> Option<&Grant> {
-        use sha2::{Digest, Sha256};
         use subtle::ConstantTimeEq;
-        let given = Sha256::digest(bearer.as_bytes());
+        let given = token_digest(bearer);
         let mut found = None;
-        for (token, grant) in &self.tokens {
-            let known = Sha256::digest(token.as_bytes());
-            if bool::from(known.as_slice().ct_eq(given.as_slice())) {
+        for (known, grant) in &self.tokens {
+            if bool::from(known.ct_eq(&given)) {
                 found = Some(grant);
             }
         }
@@ -149,7 +154,10 @@ impl Daemon {
     pub fn new(data: PathBuf, tokens: HashMap<String, Grant>) -> Daemon {
         Daemon {
             data,
-            tokens,
+            tokens: tokens
+                .into_iter()
+                .map(|(t, g)| (token_digest(&t), g))
+                .collect(),
             tenants: Mutex::new(HashMap::new()),
         }
     }
@@ -792,8 +800,14 @@ pub fn router(daemon: Arc<Daemon>) -> axum::Router {
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
 }
 
-async fn serve_conn<S>(stream: S, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
-where
+/// Serves one connection until it closes (or the daemon stops), holding
+/// one of the daemon's connection slots meanwhile.
+async fn serve_conn<S>(
+    stream: S,
+    app: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper_util::service::TowerToHyperService::new(app);
@@ -940,11 +954,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                         r = &mut shutdown => { r?; break; }
                         a = listener.accept() => {
                             if let Ok((s, _)) = a {
-                                let conn = serve_conn(s, app.clone(), stop_rx.clone());
-                                tasks.spawn(async move {
-                                    conn.await;
-                                    drop(permit);
-                                });
+                                tasks.spawn(serve_conn(s, app.clone(), stop_rx.clone(), permit));
                             }
                         }
                     }
@@ -993,16 +1003,12 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                                     tasks.spawn(async move {
                                         let shake = tokio::time::timeout(HEADER_TIMEOUT, acc.accept(s));
                                         if let Ok(Ok(t)) = shake.await {
-                                            serve_conn(t, app, stop).await;
+                                            serve_conn(t, app, stop, permit).await;
                                         }
-                                        drop(permit);
                                     });
                                 }
                                 None => {
-                                    tasks.spawn(async move {
-                                        serve_conn(s, app, stop).await;
-                                        drop(permit);
-                                    });
+                                    tasks.spawn(serve_conn(s, app, stop, permit));
                                 }
                             }
                         }

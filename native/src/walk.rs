@@ -19,6 +19,17 @@ pub struct Walked {
     pub dirs: Vec<PathBuf>,
 }
 
+/// Where the link at `path` leads when the walk follows it: a regular
+/// file inside `canon_root` (the canonical bundle root). A directory link
+/// is never followed: inside the root its files are already walked under
+/// their real path (or hidden on purpose), outside it they are not part of
+/// the bundle.
+pub fn linked_file(canon_root: &Path, path: &Path) -> Option<PathBuf> {
+    let target = std::fs::canonicalize(path).ok()?;
+    let inside = target.starts_with(canon_root);
+    (inside && std::fs::metadata(&target).ok()?.is_file()).then_some(target)
+}
+
 /// Walks `root`.
 pub fn walk(root: &Path) -> Result<Walked, Error> {
     let meta = std::fs::metadata(root).map_err(|e| {
@@ -70,17 +81,7 @@ pub fn walk(root: &Path) -> Result<Walked, Error> {
                 continue;
             };
             let (is_dir, is_file) = if ft.is_symlink() {
-                // A file link is followed only when its target stays inside the
-                // root. A directory link is never followed: inside the root its
-                // files are already walked under their real path (or hidden on
-                // purpose), outside it they are not part of the bundle.
-                match std::fs::canonicalize(&path) {
-                    Ok(t) if t.starts_with(&canon_root) => match std::fs::metadata(&t) {
-                        Ok(m) => (false, m.is_file()),
-                        Err(_) => (false, false),
-                    },
-                    _ => (false, false),
-                }
+                (false, linked_file(&canon_root, &path).is_some())
             } else {
                 (ft.is_dir(), ft.is_file())
             };
