@@ -2,7 +2,8 @@
 //! `bench/out/kb/`, in bundles of 500 concepts.
 
 use crate::generator::{self, GenParams};
-use okfit::kb::{Change, Knowledge, Pre};
+use okfit_knowledge::kb::Knowledge;
+use okfit_store::change::{Change, Pre};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! The daemon's HTTP surface: the Router `okfit serve` serves
-//! (`okfit::serve::router`), driven with `tower::ServiceExt::oneshot` on a
+//! (`okfit_daemon::serve::router`), driven with `tower::ServiceExt::oneshot` on a
 //! current-thread runtime.
 //!
 //! Input: an HTTP/1.1 request as text (request line, headers, blank line,
@@ -21,7 +21,7 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderName, HeaderValue, Method, Request, StatusCode, Uri};
 use libfuzzer_sys::fuzz_target;
-use okfit::serve::{router, Daemon, Grant};
+use okfit_daemon::serve::{router, Daemon, Grant};
 use okfit_fuzz::{resolve_current, Scratch, FIXTURE_DOCS};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};

@@ -1,10 +1,10 @@
-//! Connection strings: `okfit::dsn::parse` over arbitrary text, and its
+//! Connection strings: `okfit_store::dsn::parse` over arbitrary text, and its
 //! `Display` form parsed again. What parse accepts must hold its promises:
 //! tenants the store accepts, and paths without `..` or NUL.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use okfit::dsn::{self, Dsn};
+use okfit_store::dsn::{self, Dsn};
 use okfit_core::kb::names;
 use std::path::{Component, Path};
 

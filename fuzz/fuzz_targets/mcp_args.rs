@@ -1,4 +1,4 @@
-//! MCP tool arguments through `okfit::mcp::Server::call`, the dispatch the
+//! MCP tool arguments through `okfit_mcp::Server::call`, the dispatch the
 //! stdio server and the Node addon share (schema check, then the tool).
 //!
 //! Input: one selector byte, then JSON. The selector's top two bits pick the
@@ -19,7 +19,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use okfit::mcp::{Options, Server};
+use okfit_mcp::Server;
+use okfit_tools::Options;
 use okfit_fuzz::{copy_tree, fixture_project, resolve_current, Scratch, FIXTURE_DOCS};
 use serde_json::{Map, Value};
 use std::sync::Mutex;
@@ -111,7 +112,7 @@ fn build(kind: Kind) -> Slot {
 
 /// Replaces the "@current" and "@head" placeholders.
 fn resolve(server: &Server, args: &mut Map<String, Value>) {
-    let Ok(kb) = server.knowledge() else {
+    let Ok(kb) = server.toolbox().knowledge() else {
         return;
     };
     let lookup = |b: &str, p: &str| kb.read_source(b, p).ok().flatten().map(|(_, h)| h);

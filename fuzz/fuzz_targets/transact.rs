@@ -1,6 +1,6 @@
-//! The transact batch: `okfit::kbcli::check_batch` (the CLI's and the
-//! daemon's shape check), `okfit::mcp::knowledge::changes_of`,
-//! `Knowledge::check_transaction`, `okfit::kb::check_precondition`, then
+//! The transact batch: `okfit_tools::knowledge::check_batch` (the CLI's and the
+//! daemon's shape check), `okfit_tools::knowledge::changes_of`,
+//! `Knowledge::check_transaction`, `okfit_store::change::check_precondition`, then
 //! the commit itself (`Knowledge::transact` on a scratch store) and the
 //! same batch through the MCP `transact` tool (`Server::call`).
 //!
@@ -17,8 +17,10 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use okfit::kb::{check_precondition, sha256_hex, Knowledge};
-use okfit::mcp::{knowledge, Options, Server};
+use okfit_store::change::{check_precondition, sha256_hex};
+use okfit_knowledge::kb::{Knowledge};
+use okfit_mcp::Server;
+use okfit_tools::{knowledge, Options};
 use okfit_fuzz::{Scratch, BUNDLES, FIXTURE_DOCS, PATHS};
 use serde_json::{json, Map, Value};
 use std::sync::Mutex;
@@ -211,7 +213,7 @@ fn to_json(b: &Batch, kb: &Knowledge) -> Value {
 }
 
 fn run(v: Value, via: u8, st: &mut State) {
-    let batch_ok = okfit::kbcli::check_batch(&v).is_ok();
+    let batch_ok = okfit_tools::knowledge::check_batch(&v).is_ok();
     let changes = knowledge::changes_of(&v);
     let expected = v.get("expectedRevision").and_then(Value::as_str);
     let shape_ok = Knowledge::check_transaction(&changes, expected).is_ok();

@@ -9,9 +9,10 @@ use futures::{SinkExt, StreamExt};
 use napi::bindgen_prelude::{Error, Result, Status};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use okfit::kb::Knowledge;
-use okfit::mcp::framing::Inbound;
-use okfit::mcp::{Options, Server};
+use okfit_knowledge::kb::Knowledge;
+use okfit_mcp::framing::Inbound;
+use okfit_mcp::Server;
+use okfit_tools::Options;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::{RoleServer, ServiceExt};
 use serde_json::Value;
@@ -56,7 +57,7 @@ pub fn create_native_server(
         read_only: o.read_only.unwrap_or(false),
         advice,
     };
-    let start = okfit::discover::env_start();
+    let start = okfit_store::discover::env_start();
     let server = Server::with_options(start, &opts).map_err(err)?;
     Ok(NativeServer {
         server,
@@ -117,7 +118,7 @@ impl NativeServer {
         let opts = self.options.clone();
         // The server runs its own runtime: give it a thread of its own.
         std::thread::spawn(move || {
-            let _ = tx.send(okfit::mcp::serve_stdio_with(&opts));
+            let _ = tx.send(okfit_mcp::serve_stdio_with(&opts));
         });
         rx.await.map_err(err)?.map_err(err)
     }
@@ -130,7 +131,7 @@ impl NativeSession {
     /// callback, with its id, as on stdio.
     #[napi]
     pub fn send(&self, json: String) -> Result<()> {
-        let msg = match okfit::mcp::framing::decode(json.as_bytes()) {
+        let msg = match okfit_mcp::framing::decode(json.as_bytes()) {
             Inbound::Message(m) => *m,
             Inbound::Reply(v) => {
                 return match self.reply.upgrade() {
@@ -169,7 +170,7 @@ pub async fn run_mcp_cli(args: Vec<String>) -> Result<i32> {
     std::thread::spawn(move || {
         let mut argv = vec!["okfit-mcp".to_string()];
         argv.extend(args);
-        let _ = tx.send(okfit::mcp::main_with_args(argv));
+        let _ = tx.send(okfit_mcp::main_with_args(argv));
     });
     rx.await.map_err(err)
 }
@@ -219,7 +220,7 @@ impl NativeConnection {
             .kb
             .clone()
             .ok_or_else(|| err("database connection is closed"))?;
-        tokio::task::spawn_blocking(move || okfit::mcp::knowledge::call_checked(&kb, &tool, &args))
+        tokio::task::spawn_blocking(move || okfit_tools::knowledge::call_checked(&kb, &tool, &args))
             .await
             .map_err(err)?
             .map(|r| match r {
@@ -249,11 +250,11 @@ impl NativeConnection {
 pub async fn validate_native(root: Option<String>, args: Value) -> Result<Value> {
     tokio::task::spawn_blocking(move || {
         let start = match root {
-            Some(r) => okfit::discover::absolute(std::path::Path::new(&r)),
+            Some(r) => okfit_store::discover::absolute(std::path::Path::new(&r)),
             None => std::env::current_dir().map_err(err)?,
         };
-        let mut live = okfit::mcp::live::Live::new(start);
-        okfit::mcp::tools::validate(&mut live, &args, "okfit")
+        let mut live = okfit_knowledge::live::Live::new(start);
+        okfit_tools::bundle::validate(&mut live, &args, "okfit")
             .map_err(|r| Error::new(Status::GenericFailure, r.text()))
     })
     .await

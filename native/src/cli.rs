@@ -1,15 +1,17 @@
 //! The `okfit` command line: `validate`, `lint`, `stale`, `graph`, `query`.
 //! Reports go to stdout; errors and summaries to stderr, one line each.
 
-use crate::discover::{self, Project};
-use crate::error::Error;
-use crate::project::{self, LoadOptions};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use okfit_core::bundle::{Bundle, NodeKind, Report};
 use okfit_core::doc::LinkSource;
 use okfit_core::query::{self, ListFilter};
 use okfit_core::report::{self, Meta};
-use okfit_core::time::{self, Instant};
+use okfit_core::time;
+use okfit_knowledge::project::{self, LoadOptions};
+use okfit_mcp::McpArgs;
+use okfit_store::clock::{resolve_now, version_line};
+use okfit_store::discover::{self, Project};
+use okfit_store::error::Error;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -74,38 +76,6 @@ enum Command {
     Serve(crate::kbcli::ServeArgs),
     /// Mint a bearer token for a tenant and record it in <data>/tokens.json.
     Token(crate::kbcli::TokenArgs),
-}
-
-/// Arguments of `okfit mcp` and `okfit-mcp`.
-#[derive(Args, Debug)]
-pub struct McpArgs {
-    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t,
-    /// okf+unix:///path.sock?tenant=t, okf+https://host:port?token=...);
-    /// without one the server serves the project's bundle (OKFIT_PROJECT_DIR,
-    /// else CLAUDE_PROJECT_DIR, else the working directory).
-    pub connection: Option<String>,
-    /// Add the database tools (transact, history, restore).
-    #[arg(long)]
-    pub database_tools: bool,
-    /// Serve exactly these tools (comma-separated names from the catalogue).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
-    pub tools: Option<Vec<String>>,
-    /// Remove every tool that writes.
-    #[arg(long)]
-    pub read_only: bool,
-}
-
-impl McpArgs {
-    /// The server options these arguments ask for.
-    pub fn options(&self) -> crate::mcp::Options {
-        crate::mcp::Options {
-            connection: self.connection.clone(),
-            tools: self.tools.clone(),
-            database_tools: self.database_tools,
-            read_only: self.read_only,
-            advice: None,
-        }
-    }
 }
 
 #[derive(Args, Debug)]
@@ -224,16 +194,6 @@ struct IdArgs {
     format: PlainFormat,
 }
 
-/// The `okfit --version` line.
-pub fn version_line() -> String {
-    format!(
-        "okfit {} (engine {}, okf {}, config-schema 1.0)",
-        crate::VERSION,
-        report::ENGINE_VERSION,
-        okfit_core::config::OKF_VERSION
-    )
-}
-
 /// Runs the CLI with `args` (including the program name); returns the exit code.
 pub fn run<I, T>(args: I) -> i32
 where
@@ -282,7 +242,12 @@ where
             if json_errors {
                 println!(
                     "{}",
-                    report::error_json(crate::VERSION, e.exit_code(), e.tag(), &e.to_string())
+                    report::error_json(
+                        okfit_store::VERSION,
+                        e.exit_code(),
+                        e.tag(),
+                        &e.to_string()
+                    )
                 );
             }
             eprintln!("error: {e}");
@@ -297,7 +262,7 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::Lint(a) => check(a, true),
         Command::Stale(a) => stale(a),
         Command::Graph(a) => graph(a),
-        Command::Mcp(a) => crate::mcp::run(&a.options()),
+        Command::Mcp(a) => okfit_mcp::run(&a.options()),
         Command::Put(a) => crate::kbcli::put(a),
         Command::Import(a) => crate::kbcli::import(a),
         Command::Export(a) => crate::kbcli::export(a),
@@ -356,32 +321,6 @@ fn usage_line(e: &clap::Error) -> String {
     msg
 }
 
-/// Resolves `now`: the flag, else `OKFIT_NOW`, else the wall clock.
-pub fn resolve_now(flag: Option<&str>) -> Result<Instant, Error> {
-    let (src, value) = match flag {
-        Some(v) => ("--now", v.to_string()),
-        None => match std::env::var("OKFIT_NOW") {
-            Ok(v) if !v.trim().is_empty() => ("OKFIT_NOW", v),
-            _ => return Ok(wall_clock()),
-        },
-    };
-    time::parse_now(&value).map_err(|_| {
-        Error::Usage(format!(
-            "{src} must be an ISO 8601 instant with an explicit offset, for example 2026-09-06T00:00:00Z (got \"{}\")",
-            crate::error::truncate(&value)
-        ))
-    })
-}
-
-/// The current time.
-pub fn wall_clock() -> Instant {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    Instant(ms)
-}
-
 fn project(common: &Common) -> Result<Project, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Io(format!("cannot read the working directory ({e})")))?;
@@ -403,7 +342,7 @@ fn shown(p: &Path) -> String {
 }
 
 fn meta(p: &Project) -> Meta {
-    crate::project::meta(p, "okfit")
+    okfit_knowledge::project::meta(p, "okfit")
 }
 
 fn out_err(e: std::io::Error) -> Error {
@@ -646,7 +585,7 @@ fn check_vocab(p: &Project, kind: &str, names: &[String]) -> Result<(), Error> {
             let list: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
             return Err(Error::Usage(format!(
                 "{kind} \"{}\" is not declared in the config; declared: {}",
-                crate::error::truncate(n),
+                okfit_store::error::truncate(n),
                 if list.is_empty() {
                     "(none)".to_string()
                 } else {
@@ -661,7 +600,7 @@ fn check_vocab(p: &Project, kind: &str, names: &[String]) -> Result<(), Error> {
 fn envelope_head(extra: serde_json::Value) -> serde_json::Value {
     let mut v = serde_json::json!({
         "schema": 1,
-        "okfit_version": crate::VERSION,
+        "okfit_version": okfit_store::VERSION,
         "engine_version": report::ENGINE_VERSION,
         "distribution": null,
     });

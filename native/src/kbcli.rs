@@ -2,13 +2,14 @@
 //! `manifest`, `search`, `get`, `snapshot`. Output meant for machines goes
 //! to stdout; counts and notes to stderr.
 
-use crate::dsn::{self, Dsn};
-use crate::error::Error;
-use crate::kb::{Change, CommitError, GetOptions, Knowledge, Pre};
 use clap::Args;
 use okfit_core::kb::names;
 use okfit_core::kb::search;
 use okfit_core::kb::slice::SliceOptions;
+use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_store::change::{Change, CommitError, Pre};
+use okfit_store::dsn::{self, Dsn};
+use okfit_store::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,7 @@ impl ConnArgs {
         if let Some(t) = &self.tenant {
             names::check_tenant(t).map_err(Error::Usage)?;
             let root = match &self.data {
-                Some(d) => crate::discover::absolute(d),
+                Some(d) => okfit_store::discover::absolute(d),
                 None => dsn::default_data_root().map_err(Error::Usage)?,
             };
             return Ok(Dsn::Store {
@@ -53,8 +54,8 @@ impl ConnArgs {
         if self.data.is_some() {
             return Err(Error::Usage("--data needs --tenant".into()));
         }
-        let start = crate::discover::env_start();
-        let p = crate::discover::resolve(None, &start, None)?;
+        let start = okfit_store::discover::env_start();
+        let p = okfit_store::discover::resolve(None, &start, None)?;
         let root = std::fs::canonicalize(&p.bundle_root).unwrap_or(p.bundle_root);
         Ok(Dsn::Folder { path: root })
     }
@@ -188,7 +189,7 @@ fn commit_error(e: CommitError, changes: &[Change]) -> Error {
 type Docs = Vec<(String, Vec<u8>)>;
 
 fn read_bundle(dir: &Path) -> Result<(Docs, usize), Error> {
-    let walked = crate::walk::walk(dir)?;
+    let walked = okfit_store::walk::walk(dir)?;
     let mut docs = vec![];
     let mut skipped = 0;
     for (rel, abs) in walked.files {
@@ -229,7 +230,7 @@ fn bundle_changes(kb: &Knowledge, bundle: &str, docs: Docs) -> Result<(Vec<Chang
     let mut keep = std::collections::HashSet::new();
     for (path, bytes) in docs {
         keep.insert(path.clone());
-        if existing.get(&path) == Some(&crate::kb::sha256_hex(&bytes)) {
+        if existing.get(&path) == Some(&okfit_store::change::sha256_hex(&bytes)) {
             unchanged += 1;
             continue;
         }
@@ -283,7 +284,7 @@ fn report_commit(
 /// `okfit put`.
 pub fn put(a: PutArgs) -> Result<i32, Error> {
     let dsn = a.conn.store()?;
-    let dir = crate::discover::absolute(&a.dir);
+    let dir = okfit_store::discover::absolute(&a.dir);
     let bundle = match &a.bundle {
         Some(b) => b.clone(),
         None => dir
@@ -312,7 +313,7 @@ pub fn put(a: PutArgs) -> Result<i32, Error> {
 /// commit for all of them.
 pub fn import(a: ImportArgs) -> Result<i32, Error> {
     let dsn = a.conn.store()?;
-    let dir = crate::discover::absolute(&a.dir);
+    let dir = okfit_store::discover::absolute(&a.dir);
     let mut subdirs: Vec<(String, PathBuf)> = vec![];
     let rd = std::fs::read_dir(&dir).map_err(|_| Error::BundleNotDirectory(dir.clone()))?;
     for e in rd.flatten() {
@@ -358,7 +359,7 @@ pub fn import(a: ImportArgs) -> Result<i32, Error> {
 /// `okfit export`: the exact bytes of every document into a new directory.
 pub fn export(a: ExportArgs) -> Result<i32, Error> {
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
-    let dir = crate::discover::absolute(&a.dir);
+    let dir = okfit_store::discover::absolute(&a.dir);
     if dir.exists() {
         return Err(Error::Refused(format!(
             "export target {} already exists; choose a new directory",
@@ -374,7 +375,7 @@ pub fn export(a: ExportArgs) -> Result<i32, Error> {
     // without following links.
     std::fs::create_dir(&dir)
         .map_err(|e| Error::Io(format!("cannot create {} ({e})", dir.display())))?;
-    let root = crate::beneath::Root::open(&dir)?;
+    let root = okfit_store::beneath::Root::open(&dir)?;
     let mut n = 0;
     for (b, p, _) in &sources {
         let Some((bytes, _)) = kb.read_source(b, p)? else {
@@ -583,7 +584,7 @@ pub fn write(a: WriteArgs) -> Result<i32, Error> {
     }
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
     let content = read_input(a.from.as_deref())?;
-    if content.len() > crate::kb::MAX_DOCUMENT_BYTES {
+    if content.len() > okfit_store::change::MAX_DOCUMENT_BYTES {
         return Err(Error::Refused("a document may be at most 16 MiB".into()));
     }
     let pre = if a.create {
@@ -655,15 +656,15 @@ pub fn transact(a: TransactArgs) -> Result<i32, Error> {
     let input = read_input(a.from.as_deref())?;
     let v: serde_json::Value = serde_json::from_slice(&input)
         .map_err(|e| Error::Refused(format!("the batch is not valid JSON ({e})")))?;
-    check_batch(&v)?;
-    let changes = crate::mcp::knowledge::changes_of(&v);
+    okfit_tools::knowledge::check_batch(&v)?;
+    let changes = okfit_tools::knowledge::changes_of(&v);
     let expected = v.get("expectedRevision").and_then(|e| e.as_str());
     let c = kb
         .transact(changes.clone(), expected)
         .map_err(|e| commit_error(e, &changes))?;
     out(&format!(
         "{}\n",
-        crate::mcp::knowledge::revision_json(&kb, &c, &changes)
+        okfit_tools::knowledge::revision_json(&kb, &c, &changes)
     ))?;
     Ok(0)
 }
@@ -690,7 +691,7 @@ pub fn restore(a: RestoreArgs) -> Result<i32, Error> {
     let c = kb.restore(rev, exp).map_err(|e| commit_error(e, &[]))?;
     out(&format!(
         "{}\n",
-        crate::mcp::knowledge::revision_json(&kb, &c, &[])
+        okfit_tools::knowledge::revision_json(&kb, &c, &[])
     ))?;
     Ok(0)
 }
@@ -722,47 +723,6 @@ pub fn verify(a: VerifyArgs) -> Result<i32, Error> {
     Ok(if v.ok { 0 } else { 1 })
 }
 
-/// Checks the shape of a JSON batch `{changes: [...], expectedRevision?}`
-/// with the reference's messages (shared by the CLI and the daemon).
-pub fn check_batch(v: &serde_json::Value) -> Result<(), Error> {
-    if !v.is_object() || v.get("tenant").is_some() {
-        return Err(Error::Refused(
-            "transaction must be an object scoped to the connected tenant".into(),
-        ));
-    }
-    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
-        return Err(Error::Refused(
-            "transaction needs between 1 and 1000 changes".into(),
-        ));
-    };
-    for c in items {
-        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
-            && c.get("path").is_some_and(|p| p.is_string())
-            && c.get("tenant").is_none();
-        if !ok_strings {
-            return Err(Error::Refused(
-                "document change must specify a bundle and path within the connected tenant".into(),
-            ));
-        }
-        match c.get("operation").and_then(|o| o.as_str()) {
-            Some("write") => {
-                if !c.get("content").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused("document content must be a string".into()));
-                }
-            }
-            Some("delete") => {
-                if !c.get("replaces").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused(
-                        "a delete needs replaces: the hash of the version being removed".into(),
-                    ));
-                }
-            }
-            _ => return Err(Error::Refused("invalid document operation".into())),
-        }
-    }
-    Ok(())
-}
-
 /// `okfit serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -785,7 +745,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 200, value_name = "MS")]
     pub debounce: u64,
     /// Connections served at once; more wait until one closes.
-    #[arg(long, default_value_t = crate::serve::MAX_CONNECTIONS, value_name = "N",
+    #[arg(long, default_value_t = okfit_daemon::serve::MAX_CONNECTIONS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
 }
@@ -806,14 +766,14 @@ pub struct TokenArgs {
 
 fn data_root(d: &Option<PathBuf>) -> Result<PathBuf, Error> {
     match d {
-        Some(d) => Ok(crate::discover::absolute(d)),
+        Some(d) => Ok(okfit_store::discover::absolute(d)),
         None => dsn::default_data_root().map_err(Error::Usage),
     }
 }
 
 /// `okfit serve`.
 pub fn serve(a: ServeArgs) -> Result<i32, Error> {
-    crate::serve::run(crate::serve::ServeOptions {
+    okfit_daemon::serve::run(okfit_daemon::serve::ServeOptions {
         data: data_root(&a.data)?,
         socket: a.socket,
         listen: a.listen,
@@ -827,7 +787,7 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
 /// `okfit token`: the token alone on stdout.
 pub fn token(a: TokenArgs) -> Result<i32, Error> {
     let data = data_root(&a.data)?;
-    let t = crate::serve::mint_token(&data, &a.tenant, a.write)?;
+    let t = okfit_daemon::serve::mint_token(&data, &a.tenant, a.write)?;
     out(&format!("{t}\n"))?;
     eprintln!(
         "recorded a {} grant for {} in {}. A running server reads that file only at startup, so restart it before the token works",

@@ -472,14 +472,14 @@ fn a_directory_swapped_for_a_symlink_mid_write_never_lets_a_write_out() {
             swaps
         })
     };
-    let kb = okfit::kb::Knowledge::open(&format!("okf://{}", t.notes.display())).unwrap();
+    let kb = okfit_knowledge::kb::Knowledge::open(&format!("okf://{}", t.notes.display())).unwrap();
     let (mut wrote, mut refused) = (0, 0);
     for i in 0..400 {
-        let c = okfit::kb::Change {
+        let c = okfit_store::change::Change {
             bundle: "notes".into(),
             path: format!("sub/n{i}.md"),
             content: Some(DOC.as_bytes().to_vec()),
-            pre: okfit::kb::Pre::Any,
+            pre: okfit_store::change::Pre::Any,
         };
         match kb.commit(vec![c], None) {
             Ok(_) => wrote += 1,

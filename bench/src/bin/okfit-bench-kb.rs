@@ -25,8 +25,9 @@
 //! Results go to `bench/out/kb/results.json` and, with `--json PATH`, to PATH.
 
 use mimalloc::MiMalloc;
-use okfit::kb::{Change, GetOptions, Knowledge, Pre};
 use okfit_core::kb::slice::SliceOptions;
+use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_store::change::{Change, Pre};
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

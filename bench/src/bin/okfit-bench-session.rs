@@ -27,9 +27,10 @@
 //! Each strategy must end every question holding the text of its answer; the
 //! run fails otherwise.
 
-use okfit::kb::{Change, Knowledge, Pre};
-use okfit::mcp::knowledge::call;
 use okfit_bench::reference::{self, Kind, Need, Place, Question};
+use okfit_knowledge::kb::Knowledge;
+use okfit_store::change::{Change, Pre};
+use okfit_tools::knowledge::call;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -12,9 +12,10 @@
 //! generated tenants (500 / 5,000 / 20,000) and the reference tenant.
 //! `--json PATH` also writes the figures as JSON.
 
-use okfit::kb::Knowledge;
-use okfit::mcp::{Options, Server};
 use okfit_bench::kbdata::{dsn, out_dir};
+use okfit_knowledge::kb::Knowledge;
+use okfit_mcp::Server;
+use okfit_tools::Options;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,5 +4,5 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    std::process::exit(okfit::mcp::main_with_args(std::env::args().collect()));
+    std::process::exit(okfit_mcp::main_with_args(std::env::args().collect()));
 }

@@ -2,11 +2,12 @@
 //! `okf://manifest` resource: names, descriptions, schemas and output text,
 //! defined once here (the Node addon reuses them).
 
-use super::tools::ToolDef;
-use crate::error::Error;
-use crate::kb::{Change, CommitError, GetOptions, Knowledge, Pre};
+use crate::bundle::ToolDef;
 use okfit_core::kb::search;
 use okfit_core::kb::slice::{SliceOptions, GET_LIMIT};
+use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_store::change::{Change, CommitError, Pre};
+use okfit_store::error::Error;
 use serde_json::{json, Value};
 
 /// The manifest resource URI.
@@ -197,7 +198,7 @@ fn get_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": crate::kb::MAX_GET_IDS, "description": "Concept ids taken from the manifest."},
+            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": okfit_store::change::MAX_GET_IDS, "description": "Concept ids taken from the manifest."},
             "section": {"type": "string", "description": "Optional section name to return instead of the whole concept."},
             "offset": {"type": "integer", "minimum": 0, "description": "Character offset to start from, for continuing a partial slice."},
             "limit": {"type": "integer", "minimum": 1, "description": "Maximum characters per concept, default 15000. With find, sizes the window instead."},
@@ -306,7 +307,7 @@ fn write_or_delete(kb: &Knowledge, name: &str, args: &Value) -> Result<String, S
     let mut out = match &content {
         Some(text) => format!(
             "wrote {bundle}/{path} (hash {}), snapshot {}, {} concepts",
-            crate::kb::sha256_hex(text.as_bytes()),
+            okfit_store::change::sha256_hex(text.as_bytes()),
             c.snapshot,
             c.concepts
         ),
@@ -349,7 +350,11 @@ pub fn changes_of(args: &Value) -> Vec<Change> {
 
 /// A revision result as one compact JSON line, with the validator's
 /// findings for every written document.
-pub fn revision_json(kb: &Knowledge, c: &crate::kb::Committed, changes: &[Change]) -> String {
+pub fn revision_json(
+    kb: &Knowledge,
+    c: &okfit_store::change::Committed,
+    changes: &[Change],
+) -> String {
     let mut diagnostics = vec![];
     for ch in changes {
         if let Some(bytes) = &ch.content {
@@ -435,8 +440,52 @@ pub fn call_checked(
             .collect()
     });
     let Some((_, schema, validator)) = checks.iter().find(|(n, _, _)| *n == name) else {
-        return Err(format!("tool not found: {}", crate::error::truncate(name)));
+        return Err(format!(
+            "tool not found: {}",
+            okfit_store::error::truncate(name)
+        ));
     };
     super::check_args(name, schema, validator, args)?;
     Ok(call(kb, name, args))
+}
+
+/// Checks the shape of a JSON batch `{changes: [...], expectedRevision?}`
+/// with the reference's messages (shared by the CLI and the daemon).
+pub fn check_batch(v: &serde_json::Value) -> Result<(), Error> {
+    if !v.is_object() || v.get("tenant").is_some() {
+        return Err(Error::Refused(
+            "transaction must be an object scoped to the connected tenant".into(),
+        ));
+    }
+    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
+        return Err(Error::Refused(
+            "transaction needs between 1 and 1000 changes".into(),
+        ));
+    };
+    for c in items {
+        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
+            && c.get("path").is_some_and(|p| p.is_string())
+            && c.get("tenant").is_none();
+        if !ok_strings {
+            return Err(Error::Refused(
+                "document change must specify a bundle and path within the connected tenant".into(),
+            ));
+        }
+        match c.get("operation").and_then(|o| o.as_str()) {
+            Some("write") => {
+                if !c.get("content").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused("document content must be a string".into()));
+                }
+            }
+            Some("delete") => {
+                if !c.get("replaces").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused(
+                        "a delete needs replaces: the hash of the version being removed".into(),
+                    ));
+                }
+            }
+            _ => return Err(Error::Refused("invalid document operation".into())),
+        }
+    }
+    Ok(())
 }

@@ -1,21 +1,19 @@
 //! The live bundle behind the MCP server: parsed once, kept in memory, and
 //! refreshed before each answer from the files whose metadata changed.
-//! On Linux an inotify watch on every bundle directory says whether anything
-//! changed: the kernel queues the event inside the writing syscall, so a
-//! non-blocking read before each answer sees every change made before the
-//! request (no race with a watcher thread). Where that is not available
-//! every call re-checks file metadata instead.
+//! A [`Watch`] on every bundle directory says whether anything changed
+//! (exactly on Linux, where a change made before a request is always seen
+//! by it; elsewhere every call re-checks file metadata).
 
-use crate::discover::{self, Project};
-use crate::error::Error;
 use crate::project::{self, LoadOptions, Stamp};
-use crate::walk;
 use okfit_core::bundle::Bundle;
 use okfit_core::doc::{self, Document, ParseOptions};
+use okfit_store::discover::{self, Project};
+use okfit_store::error::Error;
+use okfit_store::walk;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::watch::Watch;
+use okfit_store::watch::Watch;
 
 fn stamp(p: &Path) -> Option<Stamp> {
     Stamp::of(p)
@@ -130,14 +128,12 @@ impl Live {
             self.pending = false;
             if let Some(l) = self.loaded.as_mut() {
                 let walked = walk::walk(&l.project.bundle_root)?;
-                if let Some(old) = self.watch.as_mut() {
-                    // New directories need watches of their own: the new
-                    // watch covers every directory walked, and a change made
-                    // between the walk and the new watch is still in the old
-                    // one, so it is not lost.
-                    let new = Watch::new(&walked.dirs);
-                    self.pending = old.changed();
-                    self.watch = new;
+                // A directory new since the last walk counts as a change
+                // (see Watch::cover), so nothing written into it is missed.
+                if let Some(w) = self.watch.as_mut() {
+                    if !w.cover(&walked.dirs) {
+                        self.watch = None;
+                    }
                 }
                 self.unannounced |= refresh(l, walked)?;
             }

@@ -1,12 +1,12 @@
 //! Loading a project's bundle from disk (in parallel) and validating it.
 
-use crate::discover::Project;
-use crate::error::Error;
-use crate::walk;
 use okfit_core::bundle::{self, Bundle, Report};
 use okfit_core::diag::{Diagnostic, Tier};
 use okfit_core::doc::{self, ParseOptions};
 use okfit_core::time::Instant;
+use okfit_store::discover::Project;
+use okfit_store::error::Error;
+use okfit_store::walk;
 use rayon::prelude::*;
 
 /// What identifies a file version without reading it: length and mtime.
@@ -69,7 +69,7 @@ pub struct Loaded {
     /// Walk findings (`walk-unreadable`).
     pub extra: Vec<Diagnostic>,
     /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
-    pub repo: Option<Option<crate::git::Repo>>,
+    pub repo: Option<Option<okfit_store::git::Repo>>,
     /// The stamp of every Markdown file read from disk, when asked for.
     pub stamps: Vec<(String, Stamp)>,
 }
@@ -89,7 +89,7 @@ pub fn load_walked(
     // Two short git calls, run while the files are parsed.
     let repo = opts.git.then(|| {
         let r = root.clone();
-        std::thread::spawn(move || crate::git::Repo::discover(&r))
+        std::thread::spawn(move || okfit_store::git::Repo::discover(&r))
     });
     let cfg = &project.config;
     let popts = ParseOptions {
@@ -185,7 +185,7 @@ pub fn load_walked(
 /// the MCP tool).
 pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
     okfit_core::report::Meta {
-        okfit_version: crate::VERSION.to_string(),
+        okfit_version: okfit_store::VERSION.to_string(),
         producer: producer.into(),
         distribution: None,
         okf_version: project.config.okf_version.clone(),
@@ -202,13 +202,13 @@ pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Re
         skip_provenance,
         project.config.severity("generated-at-drift"),
     ) {
-        let candidates: Vec<crate::git::Candidate> = loaded
+        let candidates: Vec<okfit_store::git::Candidate> = loaded
             .bundle
             .concepts()
             .filter_map(|(d, c)| {
                 let g = c.generated.as_ref()?;
                 (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
-                    crate::git::Candidate {
+                    okfit_store::git::Candidate {
                         path: d.path.clone(),
                         at: g.at,
                     }
@@ -220,11 +220,11 @@ pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Re
             Some(r) => r.as_ref(),
             None if candidates.is_empty() => None,
             None => {
-                discovered = crate::git::Repo::discover(&project.bundle_root);
+                discovered = okfit_store::git::Repo::discover(&project.bundle_root);
                 discovered.as_ref()
             }
         };
-        extra.extend(crate::git::drift(
+        extra.extend(okfit_store::git::drift(
             repo,
             &project.bundle_root,
             &candidates,

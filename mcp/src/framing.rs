@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 /// The largest message accepted, in bytes: a 16 MiB transaction plus its
 /// JSON framing (the daemon's request body limit is the same).
-pub const MAX_MESSAGE_BYTES: usize = crate::kb::MAX_REQUEST_BYTES;
+pub const MAX_MESSAGE_BYTES: usize = okfit_store::change::MAX_REQUEST_BYTES;
 
 /// How deeply JSON may nest (serde_json's own limit).
 pub const MAX_DEPTH: usize = 128;
@@ -90,7 +90,7 @@ fn malformed_standard(request: &ClientRequest) -> Option<String> {
     };
     let detail = err.map_or_else(
         || "they do not have the shape MCP defines".to_string(),
-        |e| crate::error::truncate(&e.to_string()),
+        |e| okfit_store::error::truncate(&e.to_string()),
     );
     Some(format!("Invalid params for {}: {detail}", c.method))
 }
@@ -146,8 +146,8 @@ fn explain(bytes: &[u8], typed: serde_json::Error) -> Inbound {
             -32602,
             &format!(
                 "Invalid params for {}: {}",
-                crate::error::truncate(method),
-                crate::error::truncate(&typed.to_string())
+                okfit_store::error::truncate(method),
+                okfit_store::error::truncate(&typed.to_string())
             ),
         )),
         None if obj.contains_key("result") || obj.contains_key("error") => Inbound::Ignore,

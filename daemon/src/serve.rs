@@ -3,20 +3,21 @@
 //! the routes of reference langonrock §1.4. Each tenant's read model stays
 //! in memory and is updated by every commit, whoever made it.
 
-use crate::error::Error;
-use crate::kb::{Change, CommitError, GetOptions, Knowledge, Pre};
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use okfit_core::kb::names;
 use okfit_core::kb::slice::SliceOptions;
+use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_store::change::{Change, CommitError, Pre};
+use okfit_store::error::Error;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Largest request body (a 16 MiB transaction plus JSON framing).
-pub const MAX_BODY: usize = crate::kb::MAX_REQUEST_BYTES;
+pub const MAX_BODY: usize = okfit_store::change::MAX_REQUEST_BYTES;
 
 /// How long a client has to send a request's headers (and a TLS
 /// handshake) before its connection is closed.
@@ -104,7 +105,7 @@ pub fn mint_token(data: &Path, tenant: &str, write: bool) -> Result<String, Erro
         },
     );
     let text = serde_json::to_string_pretty(&map).unwrap_or_default();
-    crate::beneath::Root::create(data)?.write_mode(
+    okfit_store::beneath::Root::create(data)?.write_mode(
         "tokens.json",
         text.as_bytes(),
         "tokens.json",
@@ -168,7 +169,7 @@ impl Daemon {
         if let Some(k) = map.get(tenant) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Knowledge::from_dsn(crate::dsn::Dsn::Store {
+        let k = Arc::new(Knowledge::from_dsn(okfit_store::dsn::Dsn::Store {
             root: self.data.clone(),
             tenant: tenant.to_string(),
         })?);
@@ -400,8 +401,8 @@ fn etag_of(h: &HeaderMap, name: &str) -> Option<String> {
     })
 }
 
-fn revision_value(kb: &Knowledge, c: &crate::kb::Committed, changes: &[Change]) -> Value {
-    serde_json::from_str(&crate::mcp::knowledge::revision_json(kb, c, changes))
+fn revision_value(kb: &Knowledge, c: &okfit_store::change::Committed, changes: &[Change]) -> Value {
+    serde_json::from_str(&okfit_tools::knowledge::revision_json(kb, c, changes))
         .unwrap_or(Value::Null)
 }
 
@@ -562,10 +563,10 @@ fn answer(kb: &Knowledge, tenant: &str, req: Req) -> Response {
                 Ok(v) => v,
                 Err(_) => return text(StatusCode::BAD_REQUEST, "body must be valid JSON"),
             };
-            if let Err(e) = crate::kbcli::check_batch(&v) {
+            if let Err(e) = okfit_tools::knowledge::check_batch(&v) {
                 return error_reply(e);
             }
-            let changes = crate::mcp::knowledge::changes_of(&v);
+            let changes = okfit_tools::knowledge::changes_of(&v);
             let expected = v.get("expectedRevision").and_then(Value::as_str);
             match kb.transact(changes.clone(), expected) {
                 Ok(c) => json_reply(StatusCode::OK, revision_value(kb, &c, &changes)),
@@ -700,7 +701,7 @@ fn source(kb: &Knowledge, req: Req) -> Response {
             let content = (req.method == Method::PUT).then(|| req.body.to_vec());
             if content
                 .as_ref()
-                .is_some_and(|c| c.len() > crate::kb::MAX_DOCUMENT_BYTES)
+                .is_some_and(|c| c.len() > okfit_store::change::MAX_DOCUMENT_BYTES)
             {
                 return text(
                     StatusCode::PAYLOAD_TOO_LARGE,
@@ -841,7 +842,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     if opts.socket.is_some() && opts.listen.is_some() {
         return Err(Error::Usage("give --socket or --listen, not both".into()));
     }
-    let data = crate::discover::absolute(&opts.data);
+    let data = okfit_store::discover::absolute(&opts.data);
     let tokens = read_tokens(&data)?;
     let tls = match (&opts.tls_cert, &opts.tls_key) {
         (Some(c), Some(k)) => Some(tls_config(c, k)?),

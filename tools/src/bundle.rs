@@ -1,13 +1,13 @@
 //! The MCP tools: names, titles, descriptions, input schemas and handlers,
 //! defined once here (the Node addon reuses them).
 
-use super::live::Live;
-use crate::discover::Project;
-use crate::project::{self, LoadOptions};
 use okfit_core::bundle::{Bundle, IdError};
 use okfit_core::query::{self, ListFilter};
 use okfit_core::report;
 use okfit_core::time::{self, Instant};
+use okfit_knowledge::live::Live;
+use okfit_knowledge::project::{self, LoadOptions};
+use okfit_store::discover::Project;
 use serde_json::{json, Value};
 
 /// A tool's static definition.
@@ -154,9 +154,9 @@ impl Refusal {
     }
 }
 
-impl From<crate::error::Error> for Refusal {
-    fn from(e: crate::error::Error) -> Self {
-        use crate::error::Error as E;
+impl From<okfit_store::error::Error> for Refusal {
+    fn from(e: okfit_store::error::Error) -> Self {
+        use okfit_store::error::Error as E;
         match &e {
             E::ConfigPathNotFound(_) | E::ConfigMalformed { .. } => Refusal::new(
                 e.to_string(),
@@ -182,7 +182,7 @@ impl From<crate::error::Error> for Refusal {
 }
 
 fn truncate(s: &str) -> String {
-    crate::error::truncate(s)
+    okfit_store::error::truncate(s)
 }
 
 fn id_arg(args: &Value) -> Result<String, Refusal> {
@@ -217,7 +217,7 @@ fn find<'b>(
 
 fn now_arg(args: &Value) -> Result<Instant, Refusal> {
     match args.get("now").and_then(Value::as_str) {
-        None => Ok(crate::cli::wall_clock()),
+        None => Ok(okfit_store::clock::wall_clock()),
         Some(s) => time::parse_now(s).map_err(|_| {
             Refusal::new(
                 format!("now \"{}\": {}", truncate(s), time::OFFSET_MESSAGE),

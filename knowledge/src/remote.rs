@@ -2,7 +2,7 @@
 //! a unix socket, TCP or TLS (rustls; responses parsed by httparse), with
 //! one kept-alive connection and the manifest cached by its ETag.
 
-use crate::error::Error;
+use okfit_store::error::Error;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -506,13 +506,14 @@ fn read_reply(s: &mut Stream, head_only: bool) -> std::io::Result<(Reply, bool)>
 /// embedded store gives.
 pub mod ops {
     use super::{status_error, Remote};
-    use crate::error::Error;
-    use crate::kb::{
-        sha256_hex, Change, CommitError, Committed, GetOptions, Pre, Precondition, RevisionPage,
-    };
-    use crate::store::RevisionInfo;
+    use crate::kb::GetOptions;
     use okfit_core::kb::model::Fetched;
     use okfit_core::kb::slice::Slice;
+    use okfit_store::change::{
+        sha256_hex, Change, CommitError, Committed, Pre, Precondition, RevisionPage,
+    };
+    use okfit_store::error::Error;
+    use okfit_store::sqlite::RevisionInfo;
     use serde_json::{json, Value};
     use std::collections::HashMap;
 
@@ -643,7 +644,7 @@ pub mod ops {
         bundle: &str,
         path: &str,
         text: &str,
-    ) -> Result<Vec<crate::kb::Finding>, Error> {
+    ) -> Result<Vec<okfit_store::change::Finding>, Error> {
         let v = r.post_json(
             "diagnostics",
             &json!({"bundle": bundle, "path": path, "content": text}),

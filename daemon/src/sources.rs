@@ -6,9 +6,12 @@
 //! is reported and nothing is imported, and documents that exist only in
 //! the store stay.
 
-use crate::error::Error;
-use crate::kb::{sha256_hex, Change, Knowledge, Pre};
 use crate::serve::Daemon;
+use okfit_knowledge::kb::Knowledge;
+use okfit_store::change::{sha256_hex, Change, Pre};
+use okfit_store::error::Error;
+use okfit_store::walk::walk;
+use okfit_store::watch::Watch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use std::time::Duration;
 type Key = (String, String);
 
 fn baseline_path(data: &Path, tenant: &str) -> PathBuf {
-    crate::store::tenant_dir(data, tenant).join("imports.json")
+    okfit_store::sqlite::tenant_dir(data, tenant).join("imports.json")
 }
 
 fn read_baseline(data: &Path, tenant: &str) -> BTreeMap<Key, String> {
@@ -37,7 +40,7 @@ fn write_baseline(data: &Path, tenant: &str, base: &BTreeMap<Key, String>) {
     let rel = format!("tenants/{tenant}/imports.json");
     let text = serde_json::to_string(&v).unwrap_or_default();
     if let Err(e) =
-        crate::beneath::Root::open(data).and_then(|r| r.write(&rel, text.as_bytes(), &rel))
+        okfit_store::beneath::Root::open(data).and_then(|r| r.write(&rel, text.as_bytes(), &rel))
     {
         eprintln!("okfit serve: cannot record {}: {e}", path.display());
     }
@@ -59,7 +62,7 @@ fn read_folder(dir: &Path) -> Result<BTreeMap<Key, Vec<u8>>, Error> {
         if okfit_core::kb::names::check_bundle(&name).is_err() {
             continue;
         }
-        let walked = crate::walk::walk(&e.path())?;
+        let walked = okfit_store::walk::walk(&e.path())?;
         for (rel, abs) in walked.files {
             if !rel.to_ascii_lowercase().ends_with(".md")
                 || okfit_core::kb::names::check_path(&rel).is_err()
@@ -166,10 +169,10 @@ pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<
     let deleted = changes.len() - written;
     if !changes.is_empty() {
         kb.commit(changes, None).map_err(|e| match e {
-            crate::kb::CommitError::Precondition { failure, .. } => {
+            okfit_store::change::CommitError::Precondition { failure, .. } => {
                 Error::Conflict(failure.message)
             }
-            crate::kb::CommitError::Other(e) => e,
+            okfit_store::change::CommitError::Other(e) => e,
         })?;
     }
     base = next;
@@ -242,24 +245,20 @@ fn watch(
     folder: PathBuf,
     debounce_ms: u64,
 ) -> Result<(), Error> {
-    use notify::Watcher;
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if res.is_ok() {
-            let _ = tx.send(());
+    let cannot = || Error::Io(format!("cannot watch {}", folder.display()));
+    let mut w = Watch::new(&walk(&folder)?.dirs).ok_or_else(cannot)?;
+    std::thread::spawn(move || loop {
+        if !w.changed() {
+            w.wait(None);
         }
-    })
-    .map_err(|e| Error::Io(format!("cannot watch {} ({e})", folder.display())))?;
-    watcher
-        .watch(&folder, notify::RecursiveMode::Recursive)
-        .map_err(|e| Error::Io(format!("cannot watch {} ({e})", folder.display())))?;
-    std::thread::spawn(move || {
-        let _keep = watcher;
-        while rx.recv().is_ok() {
-            // Debounce: wait until the folder is quiet.
-            while rx.recv_timeout(Duration::from_millis(debounce_ms)).is_ok() {}
-            let r = sync(&kb, &data, &tenant, &folder);
-            report(&tenant, &folder, &r);
+        // Debounce: wait until the folder is quiet.
+        while w.wait(Some(Duration::from_millis(debounce_ms))) {}
+        let r = sync(&kb, &data, &tenant, &folder);
+        report(&tenant, &folder, &r);
+        // Directories made since the last walk get watches of their own;
+        // covering one counts as a change, so the loop syncs again.
+        if let Ok(walked) = walk(&folder) {
+            w.cover(&walked.dirs);
         }
     });
     Ok(())

@@ -2,107 +2,33 @@
 //! store tenant, kept current, answering `manifest`, `search`, `get` and
 //! `snapshot`, and committing changes.
 //!
-//! A folder connection reads the files live (an inotify watch says when to
+//! A folder connection reads the files live (a folder watch says when to
 //! re-check metadata; unchanged files are never parsed again). A store
 //! connection loads the compiled rows once, catches up with commits made
 //! by other processes before each answer, and reads search postings for
 //! the words asked about.
 
-use crate::beneath::{Dir, Root};
-use crate::dsn::Dsn;
-use crate::error::Error;
 use crate::project::Stamp;
-use crate::store::{ChangeRow, CommitPlan, Head, NewDoc, RevisionInfo, SqliteStore, Storage};
-use crate::walk;
-use crate::watch::Watch;
-use okfit_core::doc::hex;
 use okfit_core::kb::compile::{self, Compiled};
 use okfit_core::kb::model::{self, Entry, Model};
 use okfit_core::kb::names;
 use okfit_core::kb::search::{self, DocTerms, Index};
 use okfit_core::kb::slice::SliceOptions;
 use okfit_core::time::{self, Instant};
+use okfit_store::beneath::{Dir, Root};
+use okfit_store::change::{
+    check_precondition, sha256_hex, Change, CommitError, Committed, Finding, Pre, RevisionPage,
+    MAX_CHANGES, MAX_DOCUMENT_BYTES, MAX_GET_IDS, MAX_TRANSACTION_BYTES,
+};
+use okfit_store::dsn::Dsn;
+use okfit_store::error::Error;
+use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, SqliteStore, Storage};
+use okfit_store::walk;
+use okfit_store::watch::Watch;
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-/// Largest document a write accepts.
-pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
-
-/// sha256 of bytes, lowercase hex.
-pub fn sha256_hex(b: &[u8]) -> String {
-    hex(&Sha256::digest(b))
-}
-
-/// How a change asserts what it replaces.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Pre {
-    /// The document must not exist.
-    Create,
-    /// The document must exist with this hash.
-    Hash(String),
-    /// Whatever is there (put, import, `--force`).
-    Any,
-}
-
-/// One document change.
-#[derive(Clone, Debug)]
-pub struct Change {
-    /// Bundle.
-    pub bundle: String,
-    /// Path inside the bundle.
-    pub path: String,
-    /// New bytes; `None` deletes.
-    pub content: Option<Vec<u8>>,
-    /// The precondition.
-    pub pre: Pre,
-}
-
-/// Why a change's precondition failed, with the hash a retry needs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Precondition {
-    /// The refusal sentence.
-    pub message: String,
-    /// The current hash, when the document exists.
-    pub current: Option<String>,
-}
-
-/// A commit's outcome.
-#[derive(Clone, Debug)]
-pub struct Committed {
-    /// The revision (none for a folder connection).
-    pub revision: Option<RevisionInfo>,
-    /// Snapshot digest after the commit.
-    pub snapshot: String,
-    /// Concepts after the commit.
-    pub concepts: usize,
-    /// Bundles after the commit.
-    pub bundles: Vec<String>,
-    /// New hash of each written document (in change order; `None` for deletes).
-    pub hashes: Vec<Option<String>>,
-}
-
-/// A commit failure.
-#[derive(Debug)]
-pub enum CommitError {
-    /// A precondition failed (nothing was written).
-    Precondition {
-        /// Index of the failing change.
-        index: usize,
-        /// What failed.
-        failure: Precondition,
-    },
-    /// Anything else.
-    Other(Error),
-}
-
-impl From<Error> for CommitError {
-    fn from(e: Error) -> Self {
-        CommitError::Other(e)
-    }
-}
 
 struct Cached {
     generation: u64,
@@ -164,6 +90,8 @@ struct FolderKb {
     terms: HashMap<u32, DocTerms>,
     stamps: HashMap<String, Stamp>,
     watch: Option<Watch>,
+    /// Our own commit changed files: re-check without waiting for events.
+    stale: bool,
 }
 
 struct StoreKb {
@@ -218,7 +146,8 @@ fn read_text(path: &Path) -> Option<Arc<str>> {
 
 impl FolderKb {
     fn refresh(&mut self, name: &str) -> Result<(), Error> {
-        if self.view.is_some() {
+        let forced = std::mem::take(&mut self.stale);
+        if self.view.is_some() && !forced {
             if let Some(w) = self.watch.as_mut() {
                 if !w.changed() {
                     return Ok(());
@@ -231,8 +160,10 @@ impl FolderKb {
             .into_iter()
             .filter(|(rel, _)| rel.ends_with(".md"))
             .collect();
-        // (Re)watch every directory: new ones appear with new files.
-        self.watch = Watch::new(&walked.dirs);
+        // Watch every directory: new ones appear with new files.
+        if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
+            self.watch = Watch::new(&walked.dirs);
+        }
         let view = self.view.get_or_insert_with(|| View::new(name, true));
         let mut changed: Vec<(String, PathBuf, Stamp)> = vec![];
         let mut seen: std::collections::HashSet<&str> = Default::default();
@@ -380,14 +311,14 @@ impl StoreKb {
 }
 
 fn now_or(now: Option<Instant>) -> Instant {
-    now.unwrap_or_else(crate::cli::wall_clock)
+    now.unwrap_or_else(okfit_store::clock::wall_clock)
 }
 
 impl Knowledge {
     /// Opens knowledge over a connection string. A store tenant that does
     /// not exist yet opens fine: reads say so, the first write creates it.
     pub fn open(dsn: &str) -> Result<Knowledge, Error> {
-        let parsed = crate::dsn::parse(dsn).map_err(Error::Usage)?;
+        let parsed = okfit_store::dsn::parse(dsn).map_err(Error::Usage)?;
         Knowledge::from_dsn(parsed)
     }
 
@@ -408,6 +339,7 @@ impl Knowledge {
                         terms: HashMap::new(),
                         stamps: HashMap::new(),
                         watch: None,
+                        stale: false,
                     }),
                 )
             }
@@ -937,8 +869,8 @@ impl FolderKb {
         for (dir, _) in &staged {
             dir.sync();
         }
-        // Files changed: look at the folder again even without an event.
-        self.watch = None;
+        // Files changed: look at the folder again even before the event.
+        self.stale = true;
         self.refresh(name)?;
         let view = self
             .view
@@ -954,29 +886,6 @@ impl FolderKb {
                 .map(|c| c.content.as_deref().map(sha256_hex))
                 .collect(),
         })
-    }
-}
-
-/// Checks one change against the document now stored.
-pub fn check_precondition(c: &Change, current: Option<&str>) -> Result<(), Precondition> {
-    const RETRY: &str = ": re-read the concept and retry with its new hash";
-    let fail = |m: &str| Precondition {
-        message: m.to_string(),
-        current: current.map(str::to_string),
-    };
-    match (&c.pre, current, c.content.is_some()) {
-        (Pre::Any, _, _) => Ok(()),
-        (Pre::Create, None, true) => Ok(()),
-        (Pre::Create, Some(_), true) => Err(fail(&format!("concept already exists{RETRY}"))),
-        (Pre::Create, None, false) => Err(fail("concept does not exist")),
-        (Pre::Create, Some(_), false) => {
-            Err(fail("deleting needs the hash of the version being removed"))
-        }
-        (Pre::Hash(h), Some(cur), _) if h == cur => Ok(()),
-        (Pre::Hash(_), Some(_), _) => {
-            Err(fail(&format!("concept changed since it was read{RETRY}")))
-        }
-        (Pre::Hash(_), None, _) => Err(fail(&format!("concept does not exist{RETRY}"))),
     }
 }
 
@@ -1174,30 +1083,6 @@ impl StoreKb {
     }
 }
 
-/// Largest total content of one transaction.
-pub const MAX_TRANSACTION_BYTES: usize = 16 * 1024 * 1024;
-
-/// One validator finding for a document, carried as data and rendered
-/// only at the edge (`<level> <path>: <message>`, reference §4.4).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Finding {
-    /// `error`, `warning` or `info`.
-    pub level: String,
-    /// The document's path inside its bundle.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for Finding {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.level, self.path, self.message)
-    }
-}
-
-/// Most ids one `get` takes.
-pub const MAX_GET_IDS: usize = 1000;
-
 /// Checks the ids of one `get`: at least one, at most [`MAX_GET_IDS`].
 fn check_ids(ids: &[String]) -> Result<(), Error> {
     if ids.is_empty() {
@@ -1210,22 +1095,6 @@ fn check_ids(ids: &[String]) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// The largest request a client may send (an MCP message or a daemon
-/// request body): a whole transaction plus its JSON framing.
-pub const MAX_REQUEST_BYTES: usize = 17 * 1024 * 1024;
-/// Most changes in one transaction.
-pub const MAX_CHANGES: usize = 1000;
-
-/// A page of history (reference langonrock §5.2).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct RevisionPage {
-    /// Newest first.
-    pub revisions: Vec<RevisionInfo>,
-    /// The cursor of the next page, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
 }
 
 fn is_digest(s: &str) -> bool {
@@ -1395,7 +1264,7 @@ impl Knowledge {
             };
             let view = sk.view.as_ref().ok_or_else(|| Error::Store("not loaded".into()))?;
             let mut changes = vec![];
-            let mut current: crate::store::State = Default::default();
+            let mut current: okfit_store::sqlite::State = Default::default();
             for b in view.model.bundles() {
                 for (p, s) in view.model.bundle_docs(b) {
                     if let Some(e) = view.model.entry(s) {
@@ -1467,7 +1336,7 @@ impl Knowledge {
     }
 
     /// Re-checks every retained revision.
-    pub fn verify(&self) -> Result<crate::store::Verified, Error> {
+    pub fn verify(&self) -> Result<okfit_store::sqlite::Verified, Error> {
         self.with_store(|sk| match sk.store.as_ref() {
             Some(s) => s.verify(),
             None => Err(Error::Refused("no store to verify".into())),

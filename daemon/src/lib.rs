@@ -1,0 +1,8 @@
+//! okfit-daemon: `okfit serve`, the store shared by many agents over
+//! HTTP (`/v1` routes, bearer tokens, TLS, a Unix socket), and the
+//! sources.json imports it keeps current.
+
+#![warn(missing_docs)]
+
+pub mod serve;
+pub mod sources;

@@ -1,0 +1,13 @@
+//! okfit-knowledge: knowledge behind a connection (a bundle folder, a
+//! store tenant, or a daemon reached over HTTP), kept current and
+//! answering manifest, search, get, history and commits; and the project
+//! mode's live view of the project's own bundle.
+
+#![warn(missing_docs)]
+
+pub mod kb;
+pub mod live;
+pub mod project;
+pub mod remote;
+
+pub use kb::{GetOptions, Knowledge};

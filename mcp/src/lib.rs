@@ -1,0 +1,378 @@
+//! The MCP server (rmcp, stdio). In project mode the six read-only bundle
+//! tools and the `okf://index` and `okf://concept/<id>` resources; with a
+//! connection the knowledge tools. `okf://manifest` is served in every mode
+//! and `--tools` picks any set from the catalogue.
+
+pub mod framing;
+mod scan;
+pub mod transport;
+
+use okfit_store::error::Error;
+use okfit_tools::{Options, Outcome, ReadError, ToolInfo, Toolbox};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What the server tells a client at the start of a session.
+pub const INSTRUCTIONS: &str = "okfit serves this project's Open Knowledge Format (OKF) bundle: Markdown concepts with YAML frontmatter. Every tool is read-only. Start with describe_vocabulary to learn the declared types and tags, then list_concepts to find ids, then get_concept for content. Ids are bundle-relative paths without .md (metrics/revenue); a short id (revenue) works when it is unambiguous. Every successful call returns structuredContent plus the same JSON as text in content[0]; a failure is isError: true with the message and what to do next in content[0].text. After writing or editing a concept file, call validate_bundle.";
+
+/// What the server tells a client when it serves a connection.
+pub const KNOWLEDGE_INSTRUCTIONS: &str = "okfit serves Open Knowledge Format (OKF) knowledge. Read the manifest (the okf://manifest resource or the manifest tool) to see what exists, pick ids from its rows, then fetch them with one batched get (with section, find, or offset: pos from a search hit). On a large tenant use search, or manifest with bundle. Never guess an id; ids come from paths, so re-read the manifest after any write.";
+
+/// The protocol revisions served, oldest first.
+pub const PROTOCOLS: [ProtocolVersion; 3] = [
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2026_07_28,
+];
+
+/// The okfit MCP server: the toolbox behind rmcp's types.
+#[derive(Clone)]
+pub struct Server {
+    tools: Toolbox,
+}
+
+impl Server {
+    /// A project-mode server whose config discovery starts at `start`.
+    pub fn new(start: PathBuf) -> Result<Server, String> {
+        Server::with_options(start, &Options::default()).map_err(|e| e.to_string())
+    }
+
+    /// A server for `opts`; config discovery (project mode) starts at `start`.
+    pub fn with_options(start: PathBuf, opts: &Options) -> Result<Server, Error> {
+        Ok(Server {
+            tools: Toolbox::new(start, opts)?,
+        })
+    }
+
+    /// The protocol-free tools behind this server.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.tools
+    }
+
+    /// The tool definitions as MCP `Tool`s.
+    pub fn tool_list(&self) -> Vec<Tool> {
+        self.tools.tool_list().into_iter().map(tool).collect()
+    }
+
+    /// Runs a tool call to completion (shared with the Node addon).
+    pub fn call(
+        &self,
+        name: &str,
+        args: Option<serde_json::Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(match self.tools.call(name, args) {
+            Outcome::Structured(v) => CallToolResult::structured(v),
+            Outcome::Text(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
+            Outcome::Refused(m) => CallToolResult::error(vec![ContentBlock::text(m)]),
+            Outcome::Invalid(m) => return Err(ErrorData::invalid_params(m, None)),
+        })
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        self.tools
+            .resources()
+            .into_iter()
+            .map(|r| {
+                let mut out = Resource::new(r.uri, r.name);
+                out.description = Some(r.description);
+                out.mime_type = Some(r.mime_type.into());
+                out
+            })
+            .collect()
+    }
+
+    fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let (text, mime) = self.tools.read(uri).map_err(|e| match e {
+            ReadError::NotFound(m) => ErrorData::resource_not_found(m, None),
+            ReadError::Failed(m) => ErrorData::internal_error(m, None),
+        })?;
+        let mut c = ResourceContents::text(text, uri);
+        if let ResourceContents::TextResourceContents { mime_type, .. } = &mut c {
+            *mime_type = Some(mime.into());
+        }
+        Ok(ReadResourceResult::new(vec![c]))
+    }
+}
+
+/// One catalogue entry as an MCP `Tool`.
+fn tool(t: ToolInfo) -> Tool {
+    let mut out = Tool::new(t.name, t.description, Arc::new(t.schema));
+    out.title = Some(t.title.to_string());
+    out.annotations = Some(
+        ToolAnnotations::with_title(t.title)
+            .read_only(t.read_only)
+            .destructive(t.destructive)
+            .idempotent(t.idempotent)
+            .open_world(false),
+    );
+    out
+}
+/// Runs blocking work (file reads, parsing) off the async workers, then
+/// announces a changed set of concepts when the work found one.
+async fn off_thread<T: Send + 'static>(
+    server: &Server,
+    context: &RequestContext<RoleServer>,
+    work: impl FnOnce(&Server) -> T + Send + 'static,
+) -> Result<T, ErrorData> {
+    let this = server.clone();
+    let (value, changed) = tokio::task::spawn_blocking(move || {
+        let value = work(&this);
+        let changed = this.tools.live().take_change();
+        (value, changed)
+    })
+    .await
+    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    if changed {
+        let _ = context.peer.notify_resource_list_changed().await;
+    }
+    Ok(value)
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("okfit", okfit_store::VERSION))
+        .with_instructions(if self.tools.project_mode {
+            INSTRUCTIONS
+        } else {
+            KNOWLEDGE_INSTRUCTIONS
+        })
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&PROTOCOLS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        // Over a daemon a call is one short round trip: answer in place
+        // rather than hopping to the blocking pool.
+        let remote = self.tools.remote();
+        if remote {
+            return self.call(&name, request.arguments).map(Into::into);
+        }
+        let r = off_thread(self, &context, move |s| s.call(&name, request.arguments)).await?;
+        r.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let r = off_thread(self, &context, |s| s.resources()).await?;
+        Ok(ListResourcesResult::with_all_items(r))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let r = off_thread(self, &context, move |s| s.read(&request.uri)).await?;
+        Ok(r?.into())
+    }
+}
+
+/// Arguments of `okfit mcp` and `okfit-mcp`.
+#[derive(clap::Args, Debug)]
+pub struct McpArgs {
+    /// Connection string (okf:///abs/bundle, okf:///abs/data?tenant=t, okf://?tenant=t,
+    /// okf+unix:///path.sock?tenant=t, okf+https://host:port?token=...);
+    /// without one the server serves the project's bundle (OKFIT_PROJECT_DIR,
+    /// else CLAUDE_PROJECT_DIR, else the working directory).
+    pub connection: Option<String>,
+    /// Add the database tools (transact, history, restore).
+    #[arg(long)]
+    pub database_tools: bool,
+    /// Serve exactly these tools (comma-separated names from the catalogue).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub tools: Option<Vec<String>>,
+    /// Remove every tool that writes.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+impl McpArgs {
+    /// The server options these arguments ask for.
+    pub fn options(&self) -> okfit_tools::Options {
+        okfit_tools::Options {
+            connection: self.connection.clone(),
+            tools: self.tools.clone(),
+            database_tools: self.database_tools,
+            read_only: self.read_only,
+            advice: None,
+        }
+    }
+}
+
+/// `okfit mcp [CONNECTION] [--database-tools] [--tools A,B] [--read-only]`.
+pub fn run(opts: &Options) -> Result<i32, Error> {
+    serve_stdio_with(opts)
+}
+
+/// The `okfit-mcp` command line (the same arguments as `okfit mcp`).
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    use clap::Parser;
+    #[derive(Parser, Debug)]
+    #[command(
+        name = "okfit-mcp",
+        about = "Serve OKF knowledge to AI agents over MCP (stdio)",
+        disable_version_flag = true
+    )]
+    struct Cli {
+        /// Print the version and exit.
+        #[arg(long, short = 'V')]
+        version: bool,
+        #[command(flatten)]
+        mcp: McpArgs,
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp) {
+                print!("{e}");
+                return 0;
+            }
+            let msg = e.to_string();
+            let first = msg
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            eprintln!("{}", first.trim());
+            return 64;
+        }
+    };
+    if cli.version {
+        println!(
+            "{}",
+            okfit_store::clock::version_line().replacen("okfit ", "okfit-mcp ", 1)
+        );
+        return 0;
+    }
+    match run(&cli.mcp.options()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Serves project mode over this process's stdin/stdout until stdin closes.
+pub fn serve_stdio() -> i32 {
+    match serve_stdio_with(&Options::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Serves `opts` over this process's stdin/stdout until stdin closes.
+pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
+    let start = okfit_store::discover::env_start();
+    let server = Server::with_options(start, opts)?;
+    let shown = match &opts.connection {
+        Some(c) => okfit_store::dsn::masked(c),
+        None => match server.tools.live().project() {
+            Ok(p) => p.bundle_root.display().to_string(),
+            Err(e) => {
+                eprintln!("okfit-mcp: {e}");
+                okfit_store::discover::env_start().display().to_string()
+            }
+        },
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Err(Error::Io(format!("cannot start the runtime: {e}")));
+        }
+    };
+    eprintln!("okfit-mcp serving {shown} over stdio");
+    // Parse the bundle while the client is still shaking hands; the first
+    // call waits for it instead of starting it.
+    let warm = server.clone();
+    std::thread::spawn(move || {
+        if warm.tools.project_mode {
+            let _ = warm.tools.live().fresh();
+        }
+        let _ = warm.tools.advice();
+    });
+    rt.block_on(async move {
+        let ((out, inc), pump) = transport::stdio();
+        let transport = (
+            futures::SinkExt::sink_map_err(out, std::io::Error::other),
+            inc,
+        );
+        let pump = tokio::spawn(pump);
+        let watcher_side = server.clone();
+        match server.serve(transport).await {
+            Ok(running) => {
+                // Announce concepts added or removed on disk without waiting
+                // for the client's next call.
+                let peer = running.peer().clone();
+                let announcer = tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                        // A busy server is answering a call, which refreshes anyway.
+                        if !watcher_side.tools.project_mode {
+                            continue;
+                        }
+                        if !watcher_side.tools.poll() {
+                            continue;
+                        }
+                        let s = watcher_side.clone();
+                        let changed =
+                            tokio::task::spawn_blocking(move || s.tools.concepts_changed())
+                                .await
+                                .unwrap_or(false);
+                        if changed && peer.notify_resource_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                });
+                let _ = running.waiting().await;
+                announcer.abort();
+            }
+            Err(e) => eprintln!("okfit-mcp: {e}"),
+        }
+        // Let the last responses reach stdout, but never hang on exit.
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(300), pump).await;
+    });
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(0)
+}

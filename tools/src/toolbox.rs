@@ -1,0 +1,366 @@
+//! The tools and resources one server offers, protocol-free: the MCP
+//! server, the Node addon and the fuzzers drive it, each converting its
+//! results to their own types.
+
+use crate::{catalogue, check_args, knowledge, select_tools, Group, Options};
+use okfit_knowledge::live::Live;
+use okfit_knowledge::Knowledge;
+use okfit_store::error::{truncate, Error};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+struct Compiled {
+    def: &'static crate::bundle::ToolDef,
+    group: Group,
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+/// Knowledge for `okf://manifest` and the knowledge tools: fixed by the
+/// connection, or in project mode opened over the bundle root on first use.
+struct KbSlot {
+    fixed: Option<Arc<Knowledge>>,
+    project: Mutex<Option<Arc<Knowledge>>>,
+}
+
+/// The tools and resources one server offers, with no protocol attached:
+/// the selected catalogue entries with their compiled schemas, the
+/// knowledge behind them and, in project mode, the live bundle. Cheap to
+/// clone (shared state).
+#[derive(Clone)]
+pub struct Toolbox {
+    live: Arc<Mutex<Live>>,
+    kb: Arc<KbSlot>,
+    tools: Arc<Vec<Compiled>>,
+    advice: Arc<OnceLock<Option<String>>>,
+    advice_override: Option<String>,
+    /// Serving the project's own bundle (no connection).
+    pub project_mode: bool,
+}
+
+impl Toolbox {
+    /// The toolbox for `opts`; config discovery (project mode) starts at
+    /// `start`.
+    pub fn new(start: PathBuf, opts: &Options) -> Result<Toolbox, Error> {
+        let names = select_tools(opts)?;
+        let fixed = match &opts.connection {
+            Some(c) => Some(Arc::new(Knowledge::open(c)?)),
+            None => None,
+        };
+        let live_start = match fixed.as_ref().map(|k| k.dsn()) {
+            Some(okfit_store::dsn::Dsn::Folder { path }) => path.clone(),
+            _ => start,
+        };
+        let cat = catalogue();
+        let mut compiled = vec![];
+        for name in names {
+            let Some((def, group)) = cat.iter().find(|(d, _)| d.name == name) else {
+                continue;
+            };
+            if *group == Group::Database
+                && !fixed.as_ref().is_some_and(|k| {
+                    matches!(
+                        k.dsn(),
+                        okfit_store::dsn::Dsn::Store { .. }
+                            | okfit_store::dsn::Dsn::Unix { .. }
+                            | okfit_store::dsn::Dsn::Http { .. }
+                    )
+                })
+            {
+                return Err(Error::Usage(format!(
+                    "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
+                )));
+            }
+            if *group == Group::Bundle
+                && fixed
+                    .as_ref()
+                    .is_some_and(|k| !matches!(k.dsn(), okfit_store::dsn::Dsn::Folder { .. }))
+            {
+                return Err(Error::Usage(format!(
+                    "tool {name} reads a project's bundle folder; use it without a connection or with an okf:///folder connection"
+                )));
+            }
+            let schema = (def.schema)();
+            let validator = jsonschema::validator_for(&schema)
+                .map_err(|e| Error::Io(format!("tool {} has an invalid schema: {e}", def.name)))?;
+            compiled.push(Compiled {
+                def,
+                group: *group,
+                schema,
+                validator,
+            });
+        }
+        Ok(Toolbox {
+            live: Arc::new(Mutex::new(Live::new(live_start))),
+            kb: Arc::new(KbSlot {
+                fixed,
+                project: Mutex::new(None),
+            }),
+            tools: Arc::new(compiled),
+            advice: Arc::new(OnceLock::new()),
+            advice_override: opts.advice.clone(),
+            project_mode: opts.connection.is_none(),
+        })
+    }
+
+    /// The project's live bundle.
+    pub fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The knowledge behind the knowledge tools and `okf://manifest`.
+    pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
+        if let Some(k) = &self.kb.fixed {
+            return Ok(k.clone());
+        }
+        let mut slot = self.kb.project.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let root = self.live().project()?.bundle_root;
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let k = Arc::new(Knowledge::from_dsn(okfit_store::dsn::Dsn::Folder {
+            path: root,
+        })?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+
+    /// The advice sentence, computed once per server from the manifest.
+    pub fn advice(&self) -> Option<String> {
+        if let Some(a) = &self.advice_override {
+            return Some(a.clone());
+        }
+        self.advice
+            .get_or_init(|| {
+                let kb = self.knowledge().ok()?;
+                let m = kb.manifest(None).ok()?;
+                Some(okfit_core::kb::model::advice(&m))
+            })
+            .clone()
+    }
+
+    /// The manifest's description, with the advice for this knowledge.
+    pub fn manifest_description(&self) -> String {
+        knowledge::manifest_description(self.advice().as_deref())
+    }
+
+    /// The selected tools, as a protocol lists them.
+    pub fn tool_list(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|c| {
+                let description = if c.def.name == "manifest" {
+                    self.manifest_description()
+                } else {
+                    c.def.description.to_string()
+                };
+                let writes = c.group.writes(c.def.name);
+                ToolInfo {
+                    name: c.def.name,
+                    title: c.def.title,
+                    description,
+                    schema: match &c.schema {
+                        Value::Object(m) => m.clone(),
+                        _ => serde_json::Map::new(),
+                    },
+                    read_only: !writes,
+                    destructive: writes && c.def.name == "delete",
+                    idempotent: !writes,
+                }
+            })
+            .collect()
+    }
+
+    /// Runs a tool call to completion: its arguments are checked against
+    /// the tool's schema first.
+    pub fn call(&self, name: &str, args: Option<serde_json::Map<String, Value>>) -> Outcome {
+        let Some(c) = self.tools.iter().find(|c| c.def.name == name) else {
+            return Outcome::Invalid(format!("tool not found: {}", truncate(name)));
+        };
+        let args = Value::Object(args.unwrap_or_default());
+        if let Err(m) = check_args(c.def.name, &c.schema, &c.validator, &args) {
+            return Outcome::Invalid(m);
+        }
+        if matches!(c.group, Group::Knowledge | Group::Write | Group::Database) {
+            let out = self
+                .knowledge()
+                .map_err(|e| e.to_string())
+                .and_then(|kb| knowledge::call(&kb, name, &args));
+            return match out {
+                Ok(text) => Outcome::Text(text),
+                Err(m) => Outcome::Refused(m),
+            };
+        }
+        let mut live = self.live();
+        match crate::bundle::call(&mut live, name, &args) {
+            Ok(v) => Outcome::Structured(v),
+            Err(r) => Outcome::Refused(r.text()),
+        }
+    }
+
+    /// True when the tools answer from a daemon: a call is then one short
+    /// round trip, not work for a blocking pool.
+    pub fn remote(&self) -> bool {
+        self.kb.fixed.as_ref().is_some_and(|k| {
+            matches!(
+                k.dsn(),
+                okfit_store::dsn::Dsn::Unix { .. } | okfit_store::dsn::Dsn::Http { .. }
+            )
+        })
+    }
+
+    fn manifest_resource(&self) -> ResourceInfo {
+        ResourceInfo {
+            uri: knowledge::MANIFEST_URI.into(),
+            name: "manifest".into(),
+            description: self.manifest_description(),
+            mime_type: TSV,
+        }
+    }
+
+    /// The manifest resource and, in project mode, the index and one
+    /// resource per concept.
+    pub fn resources(&self) -> Vec<ResourceInfo> {
+        // The manifest's description needs the advice, which may open the
+        // project: compute it before taking the bundle's lock.
+        let manifest = self.manifest_resource();
+        if !self.project_mode {
+            return vec![manifest];
+        }
+        let mut out = vec![ResourceInfo {
+            uri: "okf://index".into(),
+            name: "OKF bundle index".into(),
+            description:
+                "The bundle's root index.md — the entry point for orienting on this OKF bundle."
+                    .into(),
+            mime_type: MARKDOWN,
+        }];
+        let mut live = self.live();
+        if let Ok((_, b)) = live.fresh() {
+            for (_, c) in b.concepts() {
+                out.push(ResourceInfo {
+                    uri: format!("okf://concept/{}", c.id),
+                    name: c.id.clone(),
+                    description: c.title.clone(),
+                    mime_type: MARKDOWN,
+                });
+            }
+        }
+        drop(live);
+        out.push(manifest);
+        out
+    }
+
+    /// Reads a resource: its text and MIME type.
+    pub fn read(&self, uri: &str) -> Result<(String, &'static str), ReadError> {
+        if uri == knowledge::MANIFEST_URI {
+            let text = self
+                .knowledge()
+                .and_then(|kb| kb.manifest(None))
+                .map_err(|e| ReadError::Failed(e.to_string()))?;
+            return Ok((text.to_string(), TSV));
+        }
+        let missing = || ReadError::NotFound(format!("no resource {}", truncate(uri)));
+        if !self.project_mode {
+            return Err(missing());
+        }
+        let mut live = self.live();
+        let text_of = |path: PathBuf, what: &str| {
+            std::fs::read(&path)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|_| ReadError::Failed(format!("no readable {what} at {}", path.display())))
+        };
+        let text = if uri == "okf://index" {
+            let p = live
+                .project()
+                .map_err(|e| ReadError::Failed(e.to_string()))?;
+            text_of(p.bundle_root.join("index.md"), "index.md")?
+        } else if let Some(id) = uri.strip_prefix("okf://concept/") {
+            let (p, b) = live.fresh().map_err(|e| ReadError::Failed(e.to_string()))?;
+            let (d, _) = b.find_concept(id).map_err(|_| {
+                ReadError::NotFound(format!("no concept \"{}\" in this bundle", truncate(id)))
+            })?;
+            text_of(p.bundle_root.join(&d.path), "concept file")?
+        } else {
+            return Err(missing());
+        };
+        Ok((text, MARKDOWN))
+    }
+
+    /// Refreshes the bundle; true when the set of concepts changed since
+    /// the last announcement.
+    pub fn concepts_changed(&self) -> bool {
+        let mut live = self.live();
+        let _ = live.fresh();
+        live.take_change()
+    }
+
+    /// Whether files changed since the last refresh, without waiting for
+    /// the bundle's lock (false when a call holds it: that call refreshes).
+    pub fn poll(&self) -> bool {
+        match self.live.try_lock() {
+            Ok(mut l) => l.poll(),
+            Err(_) => false,
+        }
+    }
+}
+
+/// One tool as a protocol lists it.
+#[derive(Clone, Debug)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: &'static str,
+    /// Its human title.
+    pub title: &'static str,
+    /// What it does, for the agent.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub schema: serde_json::Map<String, Value>,
+    /// It changes nothing.
+    pub read_only: bool,
+    /// It may remove data.
+    pub destructive: bool,
+    /// Calling it twice is calling it once.
+    pub idempotent: bool,
+}
+
+/// A tool call's outcome.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// A JSON result (the bundle tools).
+    Structured(Value),
+    /// A text result (the knowledge tools).
+    Text(String),
+    /// The tool ran and refused: the message says what to do next.
+    Refused(String),
+    /// The call itself is wrong (unknown tool, arguments off the schema):
+    /// a protocol error (-32602 in MCP).
+    Invalid(String),
+}
+
+/// One resource as a protocol lists it.
+#[derive(Clone, Debug)]
+pub struct ResourceInfo {
+    /// Its URI.
+    pub uri: String,
+    /// Its name.
+    pub name: String,
+    /// What it holds.
+    pub description: String,
+    /// Its MIME type.
+    pub mime_type: &'static str,
+}
+
+/// Why a resource could not be read.
+#[derive(Clone, Debug)]
+pub enum ReadError {
+    /// No such resource.
+    NotFound(String),
+    /// It exists but could not be read.
+    Failed(String),
+}
+
+const TSV: &str = "text/tab-separated-values";
+const MARKDOWN: &str = "text/markdown";
