@@ -10,7 +10,7 @@ use okfit_core::kb::names;
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::kb::{GetOptions, Knowledge};
 use okfit_store::change::{Change, CommitError, Pre};
-use okfit_store::error::Error;
+use okfit_store::error::{Error, Kind};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -204,16 +204,27 @@ fn conflict(message: &str) -> Response {
     )
 }
 
-/// Maps an error to its status (reference §1.4).
+/// Maps an error to its status by its kind (reference §1.4); the kind
+/// also travels in the `okfit-error` header, so a client rebuilds it
+/// without reading the message.
 fn error_reply(e: Error) -> Response {
-    match e {
-        Error::Conflict(m) => conflict(&m),
-        Error::NoTenant(m) => text(StatusCode::NOT_FOUND, m),
-        Error::Refused(m) | Error::Usage(m) => text(StatusCode::BAD_REQUEST, m),
-        e @ Error::Symlink { .. } => text(StatusCode::BAD_REQUEST, e.to_string()),
-        other => text(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
-    }
+    let kind = e.kind();
+    let mut r = match kind {
+        Kind::Conflict => conflict(&e.to_string()),
+        k => text(
+            StatusCode::from_u16(k.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            e.to_string(),
+        ),
+    };
+    r.headers_mut().insert(
+        ERROR_KIND_HEADER,
+        axum::http::HeaderValue::from_static(kind.name()),
+    );
+    r
 }
+
+/// The header that names an error reply's [`Kind`].
+pub const ERROR_KIND_HEADER: &str = "okfit-error";
 
 fn commit_reply(e: CommitError, changes: &[Change], status: StatusCode) -> Response {
     match e {

@@ -2,7 +2,7 @@
 //! a unix socket, TCP or TLS (rustls; responses parsed by httparse), with
 //! one kept-alive connection and the manifest cached by its ETag.
 
-use okfit_store::error::Error;
+use okfit_store::error::{Error, Kind};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -363,10 +363,11 @@ pub fn status_error(r: &Reply) -> Error {
             };
         }
     }
+    // The daemon names the kind of its errors in a header of their own.
+    if let Some(kind) = r.header("okfit-error").and_then(Kind::from_wire) {
+        return Error::from_wire(kind, body);
+    }
     match r.status {
-        // The daemon's 404 for a tenant that does not exist yet (the one
-        // place the wire's text is read back into a kind).
-        404 if body.starts_with("no tenant ") => Error::NoTenant(body),
         400 | 404 | 412 | 413 | 428 => Error::Refused(body),
         _ => Error::Refused(format!("okfit server returned {}: {body}", r.status)),
     }

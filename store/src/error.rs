@@ -62,7 +62,101 @@ pub enum Error {
     },
 }
 
+/// What kind of failure an error is. Every edge maps the kind, never the
+/// message: to CLI exit codes ([`Error::exit_code`]), HTTP statuses
+/// ([`Kind::http_status`], and back with [`Kind::from_wire`]) and MCP
+/// (a tool's `isError` answer, or -32602 for [`Kind::Usage`] arguments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The command line or the arguments are malformed.
+    Usage,
+    /// The request is well-formed but refused: a bad name, a failed
+    /// precondition, a path through a symlink.
+    Invalid,
+    /// What was asked for does not exist (a concept, a tenant).
+    NotFound,
+    /// Another writer changed it first: re-read and retry.
+    Conflict,
+    /// No valid credentials, or not enough rights.
+    Unauthorised,
+    /// The bundle, config, files or store could not be read or written.
+    Unavailable,
+    /// A bug or an unexpected state.
+    Internal,
+}
+
+impl Kind {
+    /// Every kind, for tests and the wire.
+    pub const ALL: [Kind; 7] = [
+        Kind::Usage,
+        Kind::Invalid,
+        Kind::NotFound,
+        Kind::Conflict,
+        Kind::Unauthorised,
+        Kind::Unavailable,
+        Kind::Internal,
+    ];
+
+    /// The name sent in the daemon's `okfit-error` header.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Usage => "usage",
+            Kind::Invalid => "invalid",
+            Kind::NotFound => "not-found",
+            Kind::Conflict => "conflict",
+            Kind::Unauthorised => "unauthorised",
+            Kind::Unavailable => "unavailable",
+            Kind::Internal => "internal",
+        }
+    }
+
+    /// The kind an `okfit-error` header names.
+    pub fn from_wire(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The HTTP status the daemon answers with (reference §1.4).
+    pub fn http_status(self) -> u16 {
+        match self {
+            Kind::Usage | Kind::Invalid => 400,
+            Kind::NotFound => 404,
+            Kind::Conflict => 409,
+            Kind::Unauthorised => 401,
+            Kind::Unavailable | Kind::Internal => 500,
+        }
+    }
+}
+
 impl Error {
+    /// What kind of failure this is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Usage(_) | Error::Overlay(_) => Kind::Usage,
+            Error::Refused(_) | Error::Symlink { .. } => Kind::Invalid,
+            Error::ConceptNotFound(_) | Error::NoTenant(_) => Kind::NotFound,
+            Error::Conflict(_) => Kind::Conflict,
+            Error::ConfigPathNotFound(_)
+            | Error::ConfigMalformed { .. }
+            | Error::BundleNotDirectory(_)
+            | Error::BundleUnreadable(..)
+            | Error::FileUnreadable { .. }
+            | Error::DepthExceeded { .. }
+            | Error::Io(_)
+            | Error::Store(_) => Kind::Unavailable,
+        }
+    }
+
+    /// An error of `kind` received from a daemon, with its message.
+    pub fn from_wire(kind: Kind, message: String) -> Error {
+        match kind {
+            Kind::Usage => Error::Usage(message),
+            Kind::NotFound => Error::NoTenant(message),
+            Kind::Conflict => Error::Conflict(message),
+            Kind::Unavailable | Kind::Internal => Error::Store(message),
+            Kind::Invalid | Kind::Unauthorised => Error::Refused(message),
+        }
+    }
+
     /// A stable tag for JSON error envelopes.
     pub fn tag(&self) -> &'static str {
         match self {
@@ -84,14 +178,16 @@ impl Error {
         }
     }
 
-    /// 64 for usage errors, 3 for everything else.
+    /// The CLI's exit code: 64 for usage, 1 for a refused, missing or
+    /// conflicting knowledge request, 3 when the bundle, config or store
+    /// could not be read. A concept missing from the project's bundle
+    /// keeps the project commands' 3 (seed 002's exit codes).
     pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::Usage(_) | Error::Overlay(_) => 64,
-            Error::Refused(_) | Error::Conflict(_) | Error::Symlink { .. } | Error::NoTenant(_) => {
-                1
-            }
-            _ => 3,
+        match (self.kind(), self) {
+            (Kind::Usage, _) => 64,
+            (Kind::NotFound, Error::ConceptNotFound(_)) => 3,
+            (Kind::Invalid | Kind::NotFound | Kind::Conflict | Kind::Unauthorised, _) => 1,
+            (Kind::Unavailable | Kind::Internal, _) => 3,
         }
     }
 }
