@@ -16,14 +16,14 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 const require = createRequire(import.meta.url);
-const { createMcpServer } = require("../../npm/mcp/index.js");
+const { createMcpServer } = require("../../npm/mcp");
 const nodeBin = join(repo, "npm", "mcp", "bin", "okfit-mcp.js");
 const DOC = "---\ntype: note\ndescription: A note.\n---\n# Note\n";
 
 let work;
 before(() => {
   assert.ok(
-    existsSync(join(repo, "npm", "mcp-linux-x64-gnu", "okfit.linux-x64-gnu.node")),
+    existsSync(join(repo, "npm", "mcp", "okfit.linux-x64-gnu.node")),
     "the addon is not built (scripts/build-node.sh)",
   );
   work = mkdtempSync(join(tmpdir(), "okfit-adversarial-"));

@@ -19,13 +19,13 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import * as esm from "../../npm/mcp/index.mjs";
-import esmDefault from "../../npm/mcp/index.mjs";
+import * as esm from "../../npm/mcp/mcp.mjs";
+import esmDefault from "../../npm/mcp/mcp.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
 const require = createRequire(import.meta.url);
-const okfit = require("../../npm/mcp/index.js");
+const okfit = require("../../npm/mcp");
 const { createMcpServer, open, validate, OkfitError, Connection, McpServer } = okfit;
 
 const nativeBin = process.env.OKFIT_MCP_BIN ?? join(repo, "target", "debug", "okfit-mcp");
@@ -53,7 +53,7 @@ const servers = [];
 
 before(() => {
   assert.ok(
-    existsSync(join(repo, "npm", "mcp-linux-x64-gnu", "okfit.linux-x64-gnu.node")),
+    existsSync(join(repo, "npm", "mcp", "okfit.linux-x64-gnu.node")),
     "the addon is not built (scripts/build-node.sh)",
   );
   assert.ok(existsSync(nativeBin), `okfit-mcp not built at ${nativeBin} (cargo build -p okfit)`);
@@ -1009,7 +1009,7 @@ describe("the Node bin and the native okfit-mcp give the same session", () => {
 describe("McpServer.serveStdio()", () => {
   const serveScript = (dsn, advice, options) => [
     "-e",
-    `const { createMcpServer } = require(${JSON.stringify(join(repo, "npm", "mcp", "index.js"))});
+    `const { createMcpServer } = require(${JSON.stringify(join(repo, "npm", "mcp"))});
      createMcpServer(${JSON.stringify(dsn)}, ${JSON.stringify(advice)}, ${JSON.stringify(options)}).serveStdio().then((c) => process.exit(c));`,
   ];
   const script = [

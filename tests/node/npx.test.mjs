@@ -1,9 +1,13 @@
-// `npx --yes @okfit/mcp` as a user gets it: both npm packages packed with
-// `npm pack`, installed into a fresh temporary project without network,
-// then driven over stdio by the official MCP SDK client, in project mode
-// and with a store connection string.
+// `npx --yes @okfit/mcp` as a user gets it: the packages prepared as the
+// release workflow prepares them (`napi prepublish -t npm`, which adds the
+// platform packages to @okfit/mcp's optionalDependencies; here for this
+// machine's platform only, and publishing nothing), packed with `npm pack`,
+// installed into a fresh temporary project without network, then driven
+// over stdio by the official MCP SDK client, in project mode and with a
+// store connection string.
 //
-// Needs scripts/build-node.sh (the addon in npm/mcp-linux-x64-gnu).
+// Needs scripts/build-node.sh (the addon in npm/mcp/npm/linux-x64-gnu, and
+// @napi-rs/cli in npm/mcp/node_modules).
 //
 // Installing works with both tarballs in one `npm install --offline`: npm
 // resolves the optional dependency @okfit/mcp-linux-x64-gnu@<version> to
@@ -26,7 +30,10 @@ const repo = resolve(here, "..", "..");
 const fixture = join(repo, "tests", "fixtures", "mcp", "project");
 const nativeBin = process.env.OKFIT_MCP_BIN ?? join(repo, "target", "debug", "okfit-mcp");
 const PLATFORM = "linux-x64-gnu";
+const TRIPLE = "x86_64-unknown-linux-gnu";
 const version = JSON.parse(readFileSync(join(repo, "npm", "mcp", "package.json"), "utf8")).version;
+// The published files of @okfit/mcp (package.json's "files").
+const MCP_FILES = ["bin/okfit-mcp.js", "index.d.ts", "index.js", "mcp.d.ts", "mcp.js", "mcp.mjs", "package.json"];
 
 const BUNDLE_TOOLS = [
   "describe_vocabulary", "list_concepts", "get_concept", "concept_neighbors", "stale_report", "validate_bundle",
@@ -41,7 +48,7 @@ const timings = {};
 
 before(async () => {
   assert.ok(
-    existsSync(join(repo, "npm", `mcp-${PLATFORM}`, `okfit.${PLATFORM}.node`)),
+    existsSync(join(repo, "npm", "mcp", "npm", PLATFORM, `okfit.${PLATFORM}.node`)),
     "the addon is not built (scripts/build-node.sh)",
   );
   work = realpathSync(mkdtempSync(join(tmpdir(), "okfit-npx-")));
@@ -60,16 +67,30 @@ before(async () => {
   };
   mkdirSync(env.HOME);
 
+  // A copy of npm/mcp with this platform's package, prepared for release.
   let t = performance.now();
-  for (const dir of ["mcp", `mcp-${PLATFORM}`]) {
+  const stage = join(work, "stage");
+  const from = join(repo, "npm", "mcp");
+  for (const f of MCP_FILES) cpSync(join(from, f), join(stage, f));
+  cpSync(join(from, "npm", PLATFORM), join(stage, "npm", PLATFORM), { recursive: true });
+  writeFileSync(join(work, "napi-host.json"), JSON.stringify({ targets: [TRIPLE] }));
+  await run(
+    join(from, "node_modules", ".bin", "napi"),
+    ["prepublish", "-t", "npm", "--skip-optional-publish", "--no-gh-release", "-c", join(work, "napi-host.json")],
+    { cwd: stage, env, maxBuffer: 64 * 1024 * 1024 },
+  );
+  timings.prepublish = performance.now() - t;
+
+  t = performance.now();
+  for (const [name, dir] of [["mcp", stage], [`mcp-${PLATFORM}`, join(stage, "npm", PLATFORM)]]) {
     const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packs], {
-      cwd: join(repo, "npm", dir),
+      cwd: dir,
       env,
       maxBuffer: 64 * 1024 * 1024,
     });
     const [info] = JSON.parse(stdout);
-    packed[dir] = { ...info, tgz: join(packs, info.filename) };
-    assert.ok(existsSync(packed[dir].tgz), `npm pack wrote ${info.filename}`);
+    packed[name] = { ...info, tgz: join(packs, info.filename) };
+    assert.ok(existsSync(packed[name].tgz), `npm pack wrote ${info.filename}`);
   }
   timings.pack = performance.now() - t;
 
@@ -94,8 +115,8 @@ after(() => {
 
 test("npm pack ships what the packages declare", () => {
   const files = (dir) => packed[dir].files.map((f) => f.path).sort();
-  assert.deepEqual(files("mcp"), ["bin/okfit-mcp.js", "index.d.ts", "index.js", "index.mjs", "package.json"]);
-  assert.deepEqual(files(`mcp-${PLATFORM}`), [`okfit.${PLATFORM}.node`, "package.json"]);
+  assert.deepEqual(files("mcp"), MCP_FILES);
+  assert.deepEqual(files(`mcp-${PLATFORM}`), ["README.md", `okfit.${PLATFORM}.node`, "package.json"]);
   assert.equal(packed.mcp.name, "@okfit/mcp");
   assert.equal(packed[`mcp-${PLATFORM}`].name, `@okfit/mcp-${PLATFORM}`);
   assert.equal(packed.mcp.version, version);

@@ -2,9 +2,9 @@
 'use strict';
 // okfit-mcp from npm: the native okfit-mcp command line, run in this
 // process (same arguments, environment, stdout and exit codes).
-const { _native } = require('../index.js');
+const { runMcpCli } = require('../index.js');
 
-_native.runMcpCli(process.argv.slice(2)).then(
+runMcpCli(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e) => {
     process.stderr.write(`error: ${e && e.message ? e.message : e}\n`);
