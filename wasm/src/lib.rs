@@ -7,6 +7,7 @@ use okfit_core::bundle::{self, Bundle};
 use okfit_core::config;
 use okfit_core::doc::{self, LinkSource, ParseOptions};
 use okfit_core::kb::{compile, model::Model};
+use okfit_core::overlay::{Given, Refusal};
 use okfit_core::report::{self, Meta};
 use okfit_core::time::{self, Instant};
 use serde_json::{json, Value};
@@ -21,28 +22,13 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Checks a document path: relative, forward slashes, inside the bundle.
-fn checked_path(i: usize, p: &str) -> Result<String, JsError> {
-    let bad = |why: &str| {
-        Err(JsError::new(&format!(
-            "documents[{i}].path \"{}\" {why}",
-            p.replace('\0', "\\0")
-        )))
-    };
-    if p.contains('\0') {
-        return bad("contains a NUL character");
-    }
-    if p.contains('\\') {
-        return bad("must use forward slashes only");
-    }
-    if p.starts_with('/') {
-        return bad("must be relative to the bundle root");
-    }
-    match okfit_core::paths::normalize(p.trim_start_matches("./")) {
-        Some(n) if !n.is_empty() && n != "." => Ok(n),
-        Some(_) => bad("names no file"),
-        None => bad("must be a relative path inside the bundle"),
-    }
+/// A refused path as the Error for `documents[i].path`.
+fn path_error(i: usize, p: &str, r: Refusal) -> JsError {
+    JsError::new(&format!(
+        "documents[{i}].path \"{}\" {}",
+        p.replace('\0', "\\0"),
+        r.as_str()
+    ))
 }
 
 /// `documents: [{path, text}]` from a JS value (lone surrogates in text
@@ -64,27 +50,21 @@ fn documents_keyed(
     }
     let arr = js_sys::Array::from(v);
     let mut out: Vec<(String, String, JsValue)> = Vec::with_capacity(arr.length() as usize);
-    let mut seen = std::collections::HashSet::new();
+    let mut given = Given::files();
     for (i, d) in arr.iter().enumerate() {
         let (Some(p), Some(t)) = (get(&d, "path").as_string(), get(&d, "text").as_string()) else {
             return Err(JsError::new(&format!(
                 "{what}[{i}] must be {{path: string, text: string}}"
             )));
         };
-        let norm = checked_path(i, &p)?;
-        let key = if per_bundle {
-            format!(
-                "{}\0{norm}",
-                get(&d, "bundle").as_string().unwrap_or_default()
-            )
+        let scope = if per_bundle {
+            get(&d, "bundle").as_string().unwrap_or_default()
         } else {
-            norm.clone()
+            String::new()
         };
-        if !seen.insert(key) {
-            return Err(JsError::new(&format!(
-                "{what}[{i}].path \"{p}\" was given more than once"
-            )));
-        }
+        let norm = given
+            .check_in(&scope, &p)
+            .map_err(|r| path_error(i, &p, r))?;
         out.push((norm, t, d));
     }
     Ok(out)
@@ -176,7 +156,7 @@ pub fn parse_concept(text: JsValue, path: JsValue) -> Result<JsValue, JsError> {
         let p = path
             .as_string()
             .ok_or_else(|| JsError::new("parseConcept(text, path?): path must be a string"))?;
-        checked_path(0, &p)?
+        Given::files().check(&p).map_err(|r| path_error(0, &p, r))?
     };
     let cfg = config::Config::default();
     let popts = ParseOptions {
