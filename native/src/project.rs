@@ -184,14 +184,12 @@ pub fn load_walked(
 /// (`okfit` for the CLI and the Node addon's `validate()`, `@okfit/mcp` for
 /// the MCP tool).
 pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
-    okfit_core::report::Meta {
-        okfit_version: crate::VERSION.to_string(),
-        producer: producer.into(),
-        distribution: None,
-        okf_version: project.config.okf_version.clone(),
-        root: project.bundle_root.display().to_string(),
-        profile: project.config.profile.map(str::to_string),
-    }
+    okfit_core::report::Meta::new(
+        crate::VERSION,
+        producer,
+        &project.config,
+        project.bundle_root.display().to_string(),
+    )
 }
 
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`

@@ -22,6 +22,9 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
+/// The producer named in the envelope.
+const PRODUCER: &str = "@okfit/wasm";
+
 /// A refused path as the Error for `documents[i].path`.
 fn path_error(i: usize, p: &str, r: Refusal) -> JsError {
     JsError::new(&format!(
@@ -128,14 +131,7 @@ pub fn validate(options: JsValue) -> Result<JsValue, JsError> {
         .collect();
     let b = Bundle::from_parts(parsed, assets.into_iter().map(|(p, _)| p).collect());
     let r = bundle::validate(&b, &cfg, vec![]);
-    let meta = Meta {
-        okfit_version: env!("CARGO_PKG_VERSION").to_string(),
-        producer: "@okfit/wasm".into(),
-        distribution: None,
-        okf_version: cfg.okf_version.clone(),
-        root: String::new(),
-        profile: cfg.profile.map(str::to_string),
-    };
+    let meta = Meta::new(env!("CARGO_PKG_VERSION"), PRODUCER, &cfg, String::new());
     to_js(&report::to_value(&r, &meta))
 }
 
