@@ -210,6 +210,22 @@ pub struct ParseOptions<'a> {
     pub skip_body: bool,
 }
 
+impl<'a> ParseOptions<'a> {
+    /// The options of a validation run at `now`: every finding, no
+    /// frontmatter kept, body digests only where one is recorded (the
+    /// bundle fills in the rest a check needs: [`crate::bundle::Bundle::assemble`]).
+    pub fn validation(config: &'a Config, now: Option<Instant>) -> ParseOptions<'a> {
+        ParseOptions {
+            config,
+            now,
+            keep_frontmatter: false,
+            digests: false,
+            diagnostics: true,
+            skip_body: false,
+        }
+    }
+}
+
 /// True when `path`'s file name is a reserved name (`index.md`, `log.md`).
 pub fn is_reserved(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);

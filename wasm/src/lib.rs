@@ -3,7 +3,7 @@
 //! with no server. Inputs and outputs are plain JS values (through JSON);
 //! bad input throws an `Error` with a clear message.
 
-use okfit_core::bundle::{self, Bundle};
+use okfit_core::bundle;
 use okfit_core::config;
 use okfit_core::doc::{self, LinkSource, ParseOptions};
 use okfit_core::kb::{compile, model::Model};
@@ -116,21 +116,7 @@ pub fn validate(options: JsValue) -> Result<JsValue, JsError> {
     let cfg = config::resolve(cfg_text.as_deref())
         .map_err(|e| JsError::new(&format!("malformed config okfit.toml: {e}")))?;
     let now = now_from(&get(&options, "now"))?;
-    let popts = ParseOptions {
-        config: &cfg,
-        now: Some(now),
-        keep_frontmatter: false,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    let (md, assets): (Vec<_>, Vec<_>) = docs.into_iter().partition(|(p, _)| p.ends_with(".md"));
-    let parsed: Vec<doc::Document> = md
-        .iter()
-        .map(|(p, t)| doc::parse(p, t.as_bytes(), &popts))
-        .collect();
-    let b = Bundle::from_parts(parsed, assets.into_iter().map(|(p, _)| p).collect());
-    let r = bundle::validate(&b, &cfg, vec![]);
+    let r = bundle::validate_texts(&docs, &cfg, now);
     let meta = Meta::new(env!("CARGO_PKG_VERSION"), PRODUCER, &cfg, String::new());
     to_js(&report::to_value(&r, &meta))
 }
