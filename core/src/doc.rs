@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// What a Markdown file is in the bundle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A decoded concept.
     Concept,

@@ -5,12 +5,12 @@
 
 use okfit_core::bundle;
 use okfit_core::config;
-use okfit_core::doc::{self, LinkSource, ParseOptions};
 use okfit_core::kb::{compile, model::Model};
 use okfit_core::overlay::{Given, Refusal};
+use okfit_core::query;
 use okfit_core::report::{self, Meta};
 use okfit_core::time::{self, Instant};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use wasm_bindgen::prelude::*;
 
@@ -140,55 +140,11 @@ pub fn parse_concept(text: JsValue, path: JsValue) -> Result<JsValue, JsError> {
             .ok_or_else(|| JsError::new("parseConcept(text, path?): path must be a string"))?;
         Given::files().check(&p).map_err(|r| path_error(0, &p, r))?
     };
-    let cfg = config::Config::default();
-    let popts = ParseOptions {
-        config: &cfg,
-        now: Some(Instant(js_sys::Date::now() as i64)),
-        keep_frontmatter: true,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    let d = doc::parse(&path, text.as_bytes(), &popts);
-    let concept = d.concept.as_ref().map(|c| {
-        json!({
-            "id": c.id,
-            "type": c.type_name,
-            "title": c.title,
-            "description": c.description,
-            "status": c.status_or_stable(),
-            "tags": c.tags,
-            "stale_after": c.stale_after.map(time::format_millis),
-            "trust_tier": match c.trust_tier() {
-                okfit_core::doc::TrustTier::Unverified => "unverified",
-                okfit_core::doc::TrustTier::MachineConfirmed => "machine-confirmed",
-                okfit_core::doc::TrustTier::HumanReviewed => "human-reviewed",
-            },
-            "body_sha256": c.body_digest_hex(),
-            "frontmatter": c.frontmatter,
-        })
-    });
-    let links: Vec<Value> = d
-        .links
-        .iter()
-        .map(|l| {
-            json!({
-                "raw": l.raw,
-                "source": if l.source == LinkSource::Frontmatter { "frontmatter" } else { "body" },
-                "field": l.field,
-            })
-        })
-        .collect();
-    let diagnostics = serde_json::to_value(&d.diagnostics).unwrap_or(Value::Null);
-    to_js(&json!({
-        "path": path,
-        "kind": format!("{:?}", d.kind).to_lowercase(),
-        "concept": concept,
-        "frontmatter": d.concept.as_ref().and_then(|c| c.frontmatter.clone()).or_else(|| doc::frontmatter_of(text)),
-        "links": links,
-        "headings": d.slugs,
-        "diagnostics": diagnostics,
-    }))
+    to_js(&query::file_json(
+        &path,
+        text,
+        Instant(js_sys::Date::now() as i64),
+    ))
 }
 
 /// `manifest(documents, tenant?)`: the manifest TSV of these documents
