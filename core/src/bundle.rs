@@ -9,6 +9,7 @@ use crate::paths::{
 };
 use crate::profile;
 use crate::text::Range;
+use crate::time::Instant;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::BTreeSet;
 
@@ -111,10 +112,16 @@ pub fn short_ids(paths: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// True for a file the bundle parses as a document (`.md`); every other
+/// file is an asset.
+pub fn is_document(path: &str) -> bool {
+    path.ends_with(".md")
+}
+
 impl Bundle {
-    /// Parses `(path, bytes)` pairs one after another (paths ending `.md` are
-    /// documents; the rest are assets). Native callers parse in parallel and
-    /// use [`Bundle::from_parts`].
+    /// Parses `(path, bytes)` pairs one after another ([`is_document`]s
+    /// are parsed; the rest are assets). Native callers parse in parallel
+    /// and use [`Bundle::assemble`].
     pub fn load<'a>(
         files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
         opts: &ParseOptions,
@@ -122,7 +129,7 @@ impl Bundle {
         let mut docs = vec![];
         let mut assets = vec![];
         for (path, bytes) in files {
-            if path.ends_with(".md") {
+            if is_document(path) {
                 docs.push(doc::parse(path, bytes, opts));
             } else {
                 assets.push(path.to_string());
@@ -154,6 +161,22 @@ impl Bundle {
             by_id: std::sync::OnceLock::new(),
             graph: std::sync::OnceLock::new(),
         }
+    }
+
+    /// [`Bundle::from_parts`], then the body digests the checks need
+    /// ([`Bundle::digests_needed`]) from `text_of(path)`, the text of a
+    /// parsed document.
+    pub fn assemble<T: AsRef<str>, E>(
+        docs: Vec<Document>,
+        assets: Vec<String>,
+        mut text_of: impl FnMut(&str) -> Result<T, E>,
+    ) -> Result<Bundle, E> {
+        let mut bundle = Bundle::from_parts(docs, assets);
+        for path in bundle.digests_needed() {
+            let digest = doc::file_digest(text_of(&path)?.as_ref());
+            bundle.set_digest(&path, digest);
+        }
+        Ok(bundle)
     }
 
     /// Takes the bundle apart again (to update it in place).
@@ -581,6 +604,26 @@ fn lint(
 /// outside the core (unreadable directories, the git tier of drift).
 pub fn validate(bundle: &Bundle, cfg: &Config, extra: Vec<Diagnostic>) -> Report {
     validate_with(bundle, cfg, extra, |docs, f| docs.iter().map(f).collect())
+}
+
+/// Validates a bundle given whole as `(path, text)` files at `now` (the
+/// WebAssembly build's `validate`): [`is_document`]s are parsed with
+/// [`ParseOptions::validation`], the rest are assets, and the bundle is
+/// [assembled](Bundle::assemble) and [validated](validate) as the CLI does
+/// after its walk. Paths are bundle-relative and already checked
+/// ([`crate::overlay::Given`]).
+pub fn validate_texts(files: &[(String, String)], cfg: &Config, now: Instant) -> Report {
+    let opts = ParseOptions::validation(cfg, Some(now));
+    let (md, assets): (Vec<_>, Vec<_>) = files.iter().partition(|(p, _)| is_document(p));
+    let docs = md
+        .iter()
+        .map(|(p, t)| doc::parse(p, t.as_bytes(), &opts))
+        .collect();
+    let texts: HashMap<&str, &str> = md.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let assets = assets.into_iter().map(|(p, _)| p.clone()).collect();
+    let text_of = |p: &str| Ok::<_, std::convert::Infallible>(texts.get(p).copied().unwrap_or(""));
+    let Ok(bundle) = Bundle::assemble(docs, assets, text_of);
+    validate(&bundle, cfg, vec![])
 }
 
 /// The per-document part of a validation, handed to a caller-chosen map.

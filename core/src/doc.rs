@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// What a Markdown file is in the bundle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A decoded concept.
     Concept,
@@ -208,6 +209,22 @@ pub struct ParseOptions<'a> {
     /// Leave the Markdown body unscanned (no body links, slugs or footnote
     /// findings) for a query model that fills them in on demand.
     pub skip_body: bool,
+}
+
+impl<'a> ParseOptions<'a> {
+    /// The options of a validation run at `now`: every finding, no
+    /// frontmatter kept, body digests only where one is recorded (the
+    /// bundle fills in the rest a check needs: [`crate::bundle::Bundle::assemble`]).
+    pub fn validation(config: &'a Config, now: Option<Instant>) -> ParseOptions<'a> {
+        ParseOptions {
+            config,
+            now,
+            keep_frontmatter: false,
+            digests: false,
+            diagnostics: true,
+            skip_body: false,
+        }
+    }
 }
 
 /// True when `path`'s file name is a reserved name (`index.md`, `log.md`).

@@ -34,6 +34,26 @@ pub struct Meta {
     pub profile: Option<String>,
 }
 
+impl Meta {
+    /// The metadata of a report made by `producer` (a front end at
+    /// `okfit_version`) on the bundle at `root`, validated with `cfg`.
+    pub fn new(
+        okfit_version: &str,
+        producer: &str,
+        cfg: &crate::config::Config,
+        root: String,
+    ) -> Meta {
+        Meta {
+            okfit_version: okfit_version.to_string(),
+            producer: producer.to_string(),
+            distribution: None,
+            okf_version: cfg.okf_version.clone(),
+            root,
+            profile: cfg.profile.map(str::to_string),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Envelope<'a> {
     schema: u32,
@@ -234,4 +254,21 @@ pub fn sarif(report: &Report, meta: &Meta) -> serde_json::Value {
             },
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_from_config() {
+        let cfg = crate::config::resolve(Some("okf_version = \"0.3\"\n")).unwrap();
+        let m = Meta::new("9.9.9", "@okfit/wasm", &cfg, String::new());
+        assert_eq!(m.okfit_version, "9.9.9");
+        assert_eq!(m.producer, "@okfit/wasm");
+        assert!(m.distribution.is_none());
+        assert_eq!(m.okf_version, "0.3");
+        assert_eq!(m.root, "");
+        assert_eq!(m.profile.as_deref(), cfg.profile);
+    }
 }

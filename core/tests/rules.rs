@@ -2,7 +2,7 @@
 //! message, plus ranges, sort order, exit codes, link resolution and the
 //! body digest (reference okfit.md §2–§9, SPEC §2).
 
-use okfit_core::bundle::{validate, Bundle, NodeKind, Report, Resolution};
+use okfit_core::bundle::{self, validate, Bundle, NodeKind, Report, Resolution};
 use okfit_core::config::{self, Config};
 use okfit_core::diag::{Diagnostic, Severity, Tier};
 use okfit_core::doc::{file_body_digest, Kind};
@@ -1446,6 +1446,36 @@ fn publication_drift() {
     );
     none_of(&r, "publication-drift");
     none_of(&r, "publication-orphan");
+}
+
+#[test]
+fn validate_texts_fills_the_digests_checks_need() {
+    // Parsed without digests, the renders' targets get theirs from the text:
+    // the same report as a load that digests every concept.
+    let a_digest = file_body_digest(&project_files()[3].1);
+    let pub_text = publication(
+        "surf",
+        &format!(
+            "renders:\n  - path: a.md\n    body_sha256: {a_digest}\n  - path: b.md\n    body_sha256: {}\n",
+            "f".repeat(64)
+        ),
+    );
+    let mut files = project_files();
+    files.push(("pub.md", pub_text.clone()));
+    files.push(("data/t.csv", "a,b\n".into()));
+    let owned: Vec<(String, String)> = files
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.clone()))
+        .collect();
+    let now = parse_now("2026-09-01T00:00:00Z").unwrap();
+    let r = bundle::validate_texts(&owned, &default_cfg(), now);
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let full = run_at(&refs, &default_cfg(), Some("2026-09-01T00:00:00Z"));
+    assert_eq!(r.diagnostics, full.diagnostics);
+    assert_eq!(r.summary, full.summary);
+    let drift = single(&r, "publication-drift");
+    assert!(drift.message.contains("b (changed)"), "{}", drift.message);
+    assert!(!drift.message.contains("a (changed)"), "{}", drift.message);
 }
 
 #[test]

@@ -93,12 +93,10 @@ pub fn load_walked(
     });
     let cfg = &project.config;
     let popts = ParseOptions {
-        config: cfg,
-        now: opts.now,
         keep_frontmatter: opts.keep_frontmatter,
-        digests: false,
         diagnostics: !opts.no_diagnostics,
         skip_body: opts.no_diagnostics,
+        ..ParseOptions::validation(cfg, opts.now)
     };
     // Overlay paths are checked against the directories on disk.
     let overlay = if opts.documents.is_empty() {
@@ -117,7 +115,7 @@ pub fn load_walked(
     let (md, assets): (Vec<_>, Vec<_>) = walked
         .files
         .into_iter()
-        .partition(|(p, _)| p.ends_with(".md"));
+        .partition(|(p, _)| bundle::is_document(p));
     let stamps = std::sync::Mutex::new(Vec::new());
     let mut docs: Vec<doc::Document> = md
         .par_iter()
@@ -156,21 +154,19 @@ pub fn load_walked(
             })
         })
         .collect();
-    let mut bundle = Bundle::from_parts(docs, assets.into_iter().map(|(p, _)| p).collect());
-    for path in bundle.digests_needed() {
-        let text = match overlay.iter().find(|(p, _)| *p == path) {
-            Some((_, t)) => t.to_string(),
-            None => {
-                let bytes = std::fs::read(root.join(&path)).map_err(|e| Error::FileUnreadable {
-                    rel: path.clone(),
+    let assets = assets.into_iter().map(|(p, _)| p).collect();
+    let bundle = Bundle::assemble(docs, assets, |path| {
+        match overlay.iter().find(|(p, _)| p == path) {
+            Some((_, t)) => Ok(t.to_string()),
+            None => std::fs::read(root.join(path))
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(|e| Error::FileUnreadable {
+                    rel: path.to_string(),
                     root: root.clone(),
                     source: e,
-                })?;
-                String::from_utf8_lossy(&bytes).into_owned()
-            }
-        };
-        bundle.set_digest(&path, doc::file_digest(&text));
-    }
+                }),
+        }
+    })?;
     let repo = repo.map(|h| h.join().ok().flatten());
     Ok(Loaded {
         bundle,
@@ -184,14 +180,12 @@ pub fn load_walked(
 /// (`okfit` for the CLI and the Node addon's `validate()`, `@okfit/mcp` for
 /// the MCP tool).
 pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
-    okfit_core::report::Meta {
-        okfit_version: okfit_store::VERSION.to_string(),
-        producer: producer.into(),
-        distribution: None,
-        okf_version: project.config.okf_version.clone(),
-        root: project.bundle_root.display().to_string(),
-        profile: project.config.profile.map(str::to_string),
-    }
+    okfit_core::report::Meta::new(
+        okfit_store::VERSION,
+        producer,
+        &project.config,
+        project.bundle_root.display().to_string(),
+    )
 }
 
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`

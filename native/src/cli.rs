@@ -666,18 +666,15 @@ fn query_get(a: IdArgs) -> Result<i32, Error> {
     let Some((d, c)) = b.concept(&id) else {
         return Err(Error::ConceptNotFound(a.id));
     };
-    let s = query::summary(d, c);
-    let links = query::links(&b, d);
     match a.format {
         PlainFormat::Json => {
-            let mut concept = serde_json::to_value(&s).map_err(|e| Error::Io(e.to_string()))?;
-            concept["frontmatter"] =
-                serde_json::Value::Object(c.frontmatter.clone().unwrap_or_default());
-            concept["links"] =
-                serde_json::to_value(&links).map_err(|e| Error::Io(e.to_string()))?;
+            let frontmatter = c.frontmatter.clone().unwrap_or_default();
+            let concept = query::concept_json(&b, d, c, frontmatter, None);
             print_json(&envelope_head(serde_json::json!({ "concept": concept })))?;
         }
         PlainFormat::Human => {
+            let s = query::summary(d, c);
+            let links = query::links(&b, d);
             println!("{}  {}  {}", s.id, s.type_name, s.status);
             println!("title: {}", s.title);
             if let Some(desc) = &s.description {

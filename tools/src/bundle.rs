@@ -375,11 +375,8 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
                 None,
             )
         })?;
-    let mut v = serde_json::to_value(query::summary(d, c)).unwrap_or(Value::Null);
-    v["frontmatter"] = Value::Object(okfit_core::doc::frontmatter_of(&raw).unwrap_or_default());
-    v["raw"] = Value::String(raw);
-    v["links"] = serde_json::to_value(query::links(b, d)).unwrap_or(Value::Null);
-    Ok(v)
+    let frontmatter = okfit_core::doc::frontmatter_of(&raw).unwrap_or_default();
+    Ok(query::concept_json(b, d, c, frontmatter, Some(raw)))
 }
 
 /// The `okfit validate --format json` envelope for the project `live`

@@ -3,13 +3,14 @@
 //! with no server. Inputs and outputs are plain JS values (through JSON);
 //! bad input throws an `Error` with a clear message.
 
-use okfit_core::bundle::{self, Bundle};
+use okfit_core::bundle;
 use okfit_core::config;
-use okfit_core::doc::{self, LinkSource, ParseOptions};
 use okfit_core::kb::{compile, model::Model};
+use okfit_core::overlay::{Given, Refusal};
+use okfit_core::query;
 use okfit_core::report::{self, Meta};
 use okfit_core::time::{self, Instant};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use wasm_bindgen::prelude::*;
 
@@ -21,28 +22,16 @@ fn get(obj: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Checks a document path: relative, forward slashes, inside the bundle.
-fn checked_path(i: usize, p: &str) -> Result<String, JsError> {
-    let bad = |why: &str| {
-        Err(JsError::new(&format!(
-            "documents[{i}].path \"{}\" {why}",
-            p.replace('\0', "\\0")
-        )))
-    };
-    if p.contains('\0') {
-        return bad("contains a NUL character");
-    }
-    if p.contains('\\') {
-        return bad("must use forward slashes only");
-    }
-    if p.starts_with('/') {
-        return bad("must be relative to the bundle root");
-    }
-    match okfit_core::paths::normalize(p.trim_start_matches("./")) {
-        Some(n) if !n.is_empty() && n != "." => Ok(n),
-        Some(_) => bad("names no file"),
-        None => bad("must be a relative path inside the bundle"),
-    }
+/// The producer named in the envelope.
+const PRODUCER: &str = "@okfit/wasm";
+
+/// A refused path as the Error for `documents[i].path`.
+fn path_error(i: usize, p: &str, r: Refusal) -> JsError {
+    JsError::new(&format!(
+        "documents[{i}].path \"{}\" {}",
+        p.replace('\0', "\\0"),
+        r.as_str()
+    ))
 }
 
 /// `documents: [{path, text}]` from a JS value (lone surrogates in text
@@ -64,27 +53,21 @@ fn documents_keyed(
     }
     let arr = js_sys::Array::from(v);
     let mut out: Vec<(String, String, JsValue)> = Vec::with_capacity(arr.length() as usize);
-    let mut seen = std::collections::HashSet::new();
+    let mut given = Given::files();
     for (i, d) in arr.iter().enumerate() {
         let (Some(p), Some(t)) = (get(&d, "path").as_string(), get(&d, "text").as_string()) else {
             return Err(JsError::new(&format!(
                 "{what}[{i}] must be {{path: string, text: string}}"
             )));
         };
-        let norm = checked_path(i, &p)?;
-        let key = if per_bundle {
-            format!(
-                "{}\0{norm}",
-                get(&d, "bundle").as_string().unwrap_or_default()
-            )
+        let scope = if per_bundle {
+            get(&d, "bundle").as_string().unwrap_or_default()
         } else {
-            norm.clone()
+            String::new()
         };
-        if !seen.insert(key) {
-            return Err(JsError::new(&format!(
-                "{what}[{i}].path \"{p}\" was given more than once"
-            )));
-        }
+        let norm = given
+            .check_in(&scope, &p)
+            .map_err(|r| path_error(i, &p, r))?;
         out.push((norm, t, d));
     }
     Ok(out)
@@ -133,29 +116,8 @@ pub fn validate(options: JsValue) -> Result<JsValue, JsError> {
     let cfg = config::resolve(cfg_text.as_deref())
         .map_err(|e| JsError::new(&format!("malformed config okfit.toml: {e}")))?;
     let now = now_from(&get(&options, "now"))?;
-    let popts = ParseOptions {
-        config: &cfg,
-        now: Some(now),
-        keep_frontmatter: false,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    let (md, assets): (Vec<_>, Vec<_>) = docs.into_iter().partition(|(p, _)| p.ends_with(".md"));
-    let parsed: Vec<doc::Document> = md
-        .iter()
-        .map(|(p, t)| doc::parse(p, t.as_bytes(), &popts))
-        .collect();
-    let b = Bundle::from_parts(parsed, assets.into_iter().map(|(p, _)| p).collect());
-    let r = bundle::validate(&b, &cfg, vec![]);
-    let meta = Meta {
-        okfit_version: env!("CARGO_PKG_VERSION").to_string(),
-        producer: "@okfit/wasm".into(),
-        distribution: None,
-        okf_version: cfg.okf_version.clone(),
-        root: String::new(),
-        profile: cfg.profile.map(str::to_string),
-    };
+    let r = bundle::validate_texts(&docs, &cfg, now);
+    let meta = Meta::new(env!("CARGO_PKG_VERSION"), PRODUCER, &cfg, String::new());
     to_js(&report::to_value(&r, &meta))
 }
 
@@ -176,57 +138,13 @@ pub fn parse_concept(text: JsValue, path: JsValue) -> Result<JsValue, JsError> {
         let p = path
             .as_string()
             .ok_or_else(|| JsError::new("parseConcept(text, path?): path must be a string"))?;
-        checked_path(0, &p)?
+        Given::files().check(&p).map_err(|r| path_error(0, &p, r))?
     };
-    let cfg = config::Config::default();
-    let popts = ParseOptions {
-        config: &cfg,
-        now: Some(Instant(js_sys::Date::now() as i64)),
-        keep_frontmatter: true,
-        digests: true,
-        diagnostics: true,
-        skip_body: false,
-    };
-    let d = doc::parse(&path, text.as_bytes(), &popts);
-    let concept = d.concept.as_ref().map(|c| {
-        json!({
-            "id": c.id,
-            "type": c.type_name,
-            "title": c.title,
-            "description": c.description,
-            "status": c.status_or_stable(),
-            "tags": c.tags,
-            "stale_after": c.stale_after.map(time::format_millis),
-            "trust_tier": match c.trust_tier() {
-                okfit_core::doc::TrustTier::Unverified => "unverified",
-                okfit_core::doc::TrustTier::MachineConfirmed => "machine-confirmed",
-                okfit_core::doc::TrustTier::HumanReviewed => "human-reviewed",
-            },
-            "body_sha256": c.body_digest_hex(),
-            "frontmatter": c.frontmatter,
-        })
-    });
-    let links: Vec<Value> = d
-        .links
-        .iter()
-        .map(|l| {
-            json!({
-                "raw": l.raw,
-                "source": if l.source == LinkSource::Frontmatter { "frontmatter" } else { "body" },
-                "field": l.field,
-            })
-        })
-        .collect();
-    let diagnostics = serde_json::to_value(&d.diagnostics).unwrap_or(Value::Null);
-    to_js(&json!({
-        "path": path,
-        "kind": format!("{:?}", d.kind).to_lowercase(),
-        "concept": concept,
-        "frontmatter": d.concept.as_ref().and_then(|c| c.frontmatter.clone()).or_else(|| doc::frontmatter_of(text)),
-        "links": links,
-        "headings": d.slugs,
-        "diagnostics": diagnostics,
-    }))
+    to_js(&query::file_json(
+        &path,
+        text,
+        Instant(js_sys::Date::now() as i64),
+    ))
 }
 
 /// `manifest(documents, tenant?)`: the manifest TSV of these documents
