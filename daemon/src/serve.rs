@@ -132,7 +132,29 @@ pub struct Daemon {
     data: PathBuf,
     /// The sha256 of each token with its grant (digested once, at start).
     tokens: Vec<([u8; 32], Grant)>,
-    tenants: Mutex<HashMap<String, Arc<Knowledge>>>,
+    tenants: Mutex<HashMap<String, Arc<Tenant>>>,
+}
+
+/// One tenant's knowledge, split so that a commit never stalls a read: a
+/// writer whose connection and view serialise commits, and a reader with
+/// a SQLite connection of its own. WAL lets the reader's transactions run
+/// beside a commit; before each answer the reader catches up with the
+/// commits made since its last look (as it would with another process's).
+pub struct Tenant {
+    writer: Arc<Knowledge>,
+    reader: Arc<Knowledge>,
+}
+
+impl Tenant {
+    /// The knowledge commits go through.
+    pub fn writer(&self) -> &Arc<Knowledge> {
+        &self.writer
+    }
+
+    /// The knowledge reads go through.
+    pub fn reader(&self) -> &Arc<Knowledge> {
+        &self.reader
+    }
 }
 
 impl Daemon {
@@ -164,17 +186,24 @@ impl Daemon {
     }
 
     /// The warm knowledge of a tenant (opened on first use).
-    pub fn tenant(&self, tenant: &str) -> Result<Arc<Knowledge>, Error> {
+    pub fn tenant(&self, tenant: &str) -> Result<Arc<Tenant>, Error> {
         let mut map = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = map.get(tenant) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Knowledge::from_dsn(okfit_store::dsn::Dsn::Store {
-            root: self.data.clone(),
-            tenant: tenant.to_string(),
-        })?);
-        map.insert(tenant.to_string(), k.clone());
-        Ok(k)
+        let open = || {
+            Knowledge::from_dsn(okfit_store::dsn::Dsn::Store {
+                root: self.data.clone(),
+                tenant: tenant.to_string(),
+            })
+            .map(Arc::new)
+        };
+        let t = Arc::new(Tenant {
+            writer: open()?,
+            reader: open()?,
+        });
+        map.insert(tenant.to_string(), t.clone());
+        Ok(t)
     }
 }
 
@@ -373,8 +402,9 @@ pub async fn handle(
         rest,
         may_write,
     };
-    // Reads take well under a millisecond: answer them in place. Writes
-    // (a commit fsyncs) go to the blocking pool so readers keep flowing.
+    // Store work blocks (SQLite reads, a commit's fsync): it runs on the
+    // blocking pool, never on an async worker. Reads go to the tenant's
+    // reader, so a commit in progress on the writer does not stall them.
     let reads = [
         "manifest",
         "snapshot",
@@ -383,9 +413,9 @@ pub async fn handle(
         "history",
         "diagnostics",
     ];
-    if reads.contains(&req.verb.as_str()) || (req.verb == "source" && req.method == Method::GET) {
-        return answer(&kb, &tenant, req);
-    }
+    let read =
+        reads.contains(&req.verb.as_str()) || (req.verb == "source" && req.method == Method::GET);
+    let kb = if read { kb.reader() } else { kb.writer() }.clone();
     tokio::task::spawn_blocking(move || answer(&kb, &tenant, req))
         .await
         .unwrap_or_else(|e| text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))

@@ -228,7 +228,7 @@ pub fn start(daemon: &Arc<Daemon>, data: &Path, debounce_ms: u64) -> Result<usiz
                 folder.display()
             )));
         }
-        let kb = daemon.tenant(&tenant)?;
+        let kb = daemon.tenant(&tenant)?.writer().clone();
         let r = sync(&kb, data, &tenant, &folder);
         report(&tenant, &folder, &r);
         eprintln!("watching {} for tenant {tenant}", folder.display());

@@ -120,7 +120,7 @@ fn note_500(line: &str, body: &[u8]) {
 /// The hash of `tenant`'s `bundle/path`, when it exists.
 fn current(d: &Daemon, tenant: &str, bundle: &str, path: &str) -> Option<String> {
     let kb = d.tenant(tenant).ok()?;
-    kb.read_source(bundle, path).ok().flatten().map(|(_, h)| h)
+    kb.reader().read_source(bundle, path).ok().flatten().map(|(_, h)| h)
 }
 
 /// Replaces the "@current"/"@head" placeholders (see the module comment).
@@ -164,7 +164,7 @@ fn resolve(d: &Daemon, uri: &Uri, headers: &mut [(HeaderName, HeaderValue)], bod
         }
     }
     if top.get("expectedRevision").and_then(Value::as_str) == Some("@head") {
-        if let Some(h) = d.tenant(tenant).ok().and_then(|k| k.head().ok().flatten()) {
+        if let Some(h) = d.tenant(tenant).ok().and_then(|k| k.reader().head().ok().flatten()) {
             top.insert("expectedRevision".into(), Value::String(h));
         }
     }
