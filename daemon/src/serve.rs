@@ -604,12 +604,12 @@ fn answer(kb: &Knowledge, tenant: &str, req: Req) -> Response {
                 Ok(v) => v,
                 Err(_) => return text(StatusCode::BAD_REQUEST, "body must be valid JSON"),
             };
-            if let Err(e) = okfit_tools::knowledge::check_batch(&v) {
-                return error_reply(e);
-            }
-            let changes = okfit_tools::knowledge::changes_of(&v);
-            let expected = v.get("expectedRevision").and_then(Value::as_str);
-            match kb.transact(changes.clone(), expected) {
+            let batch = match okfit_tools::args::Batch::from_json(&v) {
+                Ok(b) => b,
+                Err(e) => return error_reply(e),
+            };
+            let changes = batch.changes();
+            match kb.transact(changes.clone(), batch.expected_revision.as_deref()) {
                 Ok(c) => json_reply(StatusCode::OK, revision_value(kb, &c, &changes)),
                 Err(e) => commit_reply(e, &changes, StatusCode::CONFLICT),
             }

@@ -1,5 +1,5 @@
-//! The transact batch: `okfit_tools::knowledge::check_batch` (the CLI's and the
-//! daemon's shape check), `okfit_tools::knowledge::changes_of`,
+//! The transact batch: `okfit_tools::args::Batch::from_json` (the CLI's and
+//! the daemon's parse, with the reference's messages), `Batch::changes`,
 //! `Knowledge::check_transaction`, `okfit_store::change::check_precondition`, then
 //! the commit itself (`Knowledge::transact` on a scratch store) and the
 //! same batch through the MCP `transact` tool (`Server::call`).
@@ -213,9 +213,13 @@ fn to_json(b: &Batch, kb: &Knowledge) -> Value {
 }
 
 fn run(v: Value, via: u8, st: &mut State) {
-    let batch_ok = okfit_tools::knowledge::check_batch(&v).is_ok();
-    let changes = knowledge::changes_of(&v);
-    let expected = v.get("expectedRevision").and_then(Value::as_str);
+    let batch = okfit_tools::args::Batch::from_json(&v);
+    let batch_ok = batch.is_ok();
+    let changes = batch.as_ref().map(|b| b.changes()).unwrap_or_default();
+    let expected = batch
+        .as_ref()
+        .ok()
+        .and_then(|b| b.expected_revision.as_deref());
     let shape_ok = Knowledge::check_transaction(&changes, expected).is_ok();
     let zero = "0".repeat(64);
     for c in &changes {

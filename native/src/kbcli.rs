@@ -656,9 +656,9 @@ pub fn transact(a: TransactArgs) -> Result<i32, Error> {
     let input = read_input(a.from.as_deref())?;
     let v: serde_json::Value = serde_json::from_slice(&input)
         .map_err(|e| Error::Refused(format!("the batch is not valid JSON ({e})")))?;
-    okfit_tools::knowledge::check_batch(&v)?;
-    let changes = okfit_tools::knowledge::changes_of(&v);
-    let expected = v.get("expectedRevision").and_then(|e| e.as_str());
+    let batch = okfit_tools::args::Batch::from_json(&v)?;
+    let changes = batch.changes();
+    let expected = batch.expected_revision.as_deref();
     let c = kb
         .transact(changes.clone(), expected)
         .map_err(|e| commit_error(e, &changes))?;

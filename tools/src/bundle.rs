@@ -1,6 +1,9 @@
 //! The MCP tools: names, titles, descriptions, input schemas and handlers,
 //! defined once here (the Node addon reuses them).
 
+use crate::args::{IdArgs, ListArgs, NoArgs, NowArgs, ValidateArgs};
+use crate::schema::derived;
+use crate::{parse, Access, Group, Run, ToolDef};
 use okfit_core::bundle::{Bundle, IdError};
 use okfit_core::query::{self, ListFilter};
 use okfit_core::report;
@@ -10,119 +13,63 @@ use okfit_knowledge::project::{self, LoadOptions};
 use okfit_store::discover::Project;
 use serde_json::{json, Value};
 
-/// A tool's static definition.
-pub struct ToolDef {
-    /// Name.
-    pub name: &'static str,
-    /// Display title.
-    pub title: &'static str,
-    /// What it does and when to call it.
-    pub description: &'static str,
-    /// JSON Schema of the arguments (closed objects).
-    pub schema: fn() -> Value,
-}
-
 /// The bundle tools, in `tools/list` order.
 pub const BUNDLE_TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "describe_vocabulary",
         title: "Describe okfit vocabulary",
         description: "Returns this project's resolved okfit configuration: the project root, bundle root, active profile, configured agent actor, and every concept type (with its required keys and fields) and tag the config declares, each with its description. Call this first, before filtering or writing any concept, to learn which type and tag names actually exist in this project.",
-        schema: empty_schema,
+        schema: derived::<NoArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(describe_run),
     },
     ToolDef {
         name: "list_concepts",
         title: "List OKF concepts",
         description: "Lists concept summaries (id, type, title, description, status, tags, path) from the OKF bundle, optionally filtered by an exact type, by tags that must all be present (AND, not OR), and by status. Pages with limit (default 200, max 1000) and offset, and reports the total matching count. Call it to find the ids to pass to get_concept instead of guessing them; type and tag names must be ones describe_vocabulary lists.",
-        schema: list_schema,
+        schema: derived::<ListArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(list_run),
     },
     ToolDef {
         name: "get_concept",
         title: "Get one OKF concept",
         description: "Returns one concept by id: its whole decoded frontmatter, the file's raw markdown text, its bundle-relative path, and every outgoing link with where the link was written and whether the target is another concept, an existing file, or missing. Accepts a path id (metrics/revenue) or a short id (revenue), with or without a leading slash or a trailing .md. Call it when you need a concept's content; call list_concepts first if you do not know the id.",
-        schema: id_schema,
+        schema: derived::<IdArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(get_run),
     },
     ToolDef {
         name: "concept_neighbors",
         title: "Concept graph neighbors",
         description: "Returns a concept's graph neighbours: everything it links to and everything that links to it, each with its node kind (concept, file or missing) and, for concepts, its summary. Call it to find related knowledge or to check what depends on a concept before changing it.",
-        schema: id_schema,
+        schema: derived::<IdArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(neighbors_run),
     },
     ToolDef {
         name: "stale_report",
         title: "Stale concepts",
         description: "Lists every concept whose stale_after instant has passed, with its summary and how many whole days past it is, as of now or of an explicit instant (ISO 8601 with an offset). Call it before relying on time-sensitive knowledge, and say so when you use a stale concept.",
-        schema: now_schema,
+        schema: derived::<NowArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(stale_run),
     },
     ToolDef {
         name: "validate_bundle",
         title: "Validate the bundle",
         description: "Runs the same conformance and lint checks as `okfit validate --format json` and returns that report: every diagnostic's file, code, severity, message and range, the summary counts and the exit code the CLI would use. Pass documents: [{path, text}] to check unsaved text (bundle-relative .md paths, a new file only under an existing directory) without writing it. Call it after writing or editing any concept file, before moving on to the next one.",
-        schema: validate_schema,
+        schema: derived::<ValidateArgs>,
+        group: Group::Bundle,
+        access: Access::Read,
+        run: Run::Bundle(validate_run),
     },
 ];
-
-fn empty_schema() -> Value {
-    json!({"type": "object", "properties": {}, "additionalProperties": false})
-}
-
-fn list_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "type": {"type": "string", "description": "Exact type name, as describe_vocabulary lists it."},
-            "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags that must all be present."},
-            "status": {"type": "string", "enum": ["draft", "stable", "deprecated"], "description": "Status (absent counts as stable)."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200},
-            "offset": {"type": "integer", "minimum": 0, "default": 0}
-        },
-        "additionalProperties": false
-    })
-}
-
-fn id_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "description": "Concept id: path id (metrics/revenue) or short id (revenue), with or without a leading / or trailing .md."}
-        },
-        "required": ["id"],
-        "additionalProperties": false
-    })
-}
-
-fn now_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "now": {"type": "string", "description": "ISO 8601 instant with an explicit offset, e.g. 2026-09-06T00:00:00Z; default: the current time."}
-        },
-        "additionalProperties": false
-    })
-}
-
-fn validate_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "now": {"type": "string", "description": "ISO 8601 instant with an explicit offset; enables the stale lint at that instant. Default: the current time."},
-            "documents": {
-                "type": "array",
-                "description": "Unsaved documents to validate in place of the files on disk (never written).",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "Bundle-relative path ending in .md."},
-                        "text": {"type": "string", "description": "The document's full text."}
-                    },
-                    "required": ["path", "text"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "additionalProperties": false
-    })
-}
 
 /// A refusal: message, hint and the tool to try next.
 #[derive(Debug)]
@@ -185,16 +132,15 @@ fn truncate(s: &str) -> String {
     okfit_store::error::truncate(s)
 }
 
-fn id_arg(args: &Value) -> Result<String, Refusal> {
-    let id = args.get("id").and_then(Value::as_str).unwrap_or("");
-    if query::normalize_id(id).is_empty() {
+fn id_arg(args: IdArgs) -> Result<String, Refusal> {
+    if query::normalize_id(&args.id).is_empty() {
         return Err(Refusal::new(
             "id must not be empty",
             "Pass a bundle-relative concept id such as decisions/cli-exit-codes.",
             Some("list_concepts"),
         ));
     }
-    Ok(id.to_string())
+    Ok(args.id)
 }
 
 fn find<'b>(
@@ -215,8 +161,8 @@ fn find<'b>(
     })
 }
 
-fn now_arg(args: &Value) -> Result<Instant, Refusal> {
-    match args.get("now").and_then(Value::as_str) {
+fn now_arg(now: Option<&str>) -> Result<Instant, Refusal> {
+    match now {
         None => Ok(okfit_store::clock::wall_clock()),
         Some(s) => time::parse_now(s).map_err(|_| {
             Refusal::new(
@@ -228,42 +174,41 @@ fn now_arg(args: &Value) -> Result<Instant, Refusal> {
     }
 }
 
-/// Runs one tool. `Ok` is the structured result; `Err` a refusal.
-pub fn call(live: &mut Live, name: &str, args: &Value) -> Result<Value, Refusal> {
-    match name {
-        "describe_vocabulary" => Ok(describe(&live.project()?)),
-        "list_concepts" => list(live, args),
-        "get_concept" => {
-            let id = id_arg(args)?;
-            let path = {
-                let (_, b) = live.fresh()?;
-                find(b, &id)?.0.path.clone()
-            };
-            live.fill_bodies(Some(&path))?;
-            let (p, b) = live.current()?;
-            get(p, b, &id)
-        }
-        "concept_neighbors" => {
-            let id = id_arg(args)?;
-            live.fresh()?;
-            live.fill_bodies(None)?;
-            let (_, b) = live.current()?;
-            let (_, c) = find(b, &id)?;
-            let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
-            Ok(json!({"outgoing": outgoing, "incoming": incoming}))
-        }
-        "stale_report" => {
-            let now = now_arg(args)?;
-            let (_, b) = live.fresh()?;
-            Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
-        }
-        "validate_bundle" => validate(live, args, "@okfit/mcp"),
-        other => Err(Refusal::new(
-            format!("unknown tool \"{}\"", truncate(other)),
-            "",
-            None,
-        )),
-    }
+fn describe_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    let NoArgs {} = parse(args)?;
+    Ok(describe(&live.project()?))
+}
+
+fn get_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    let id = id_arg(parse(args)?)?;
+    let path = {
+        let (_, b) = live.fresh()?;
+        find(b, &id)?.0.path.clone()
+    };
+    live.fill_bodies(Some(&path))?;
+    let (p, b) = live.current()?;
+    get(p, b, &id)
+}
+
+fn neighbors_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    let id = id_arg(parse(args)?)?;
+    live.fresh()?;
+    live.fill_bodies(None)?;
+    let (_, b) = live.current()?;
+    let (_, c) = find(b, &id)?;
+    let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
+    Ok(json!({"outgoing": outgoing, "incoming": incoming}))
+}
+
+fn stale_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    let NowArgs { now } = parse(args)?;
+    let now = now_arg(now.as_deref())?;
+    let (_, b) = live.fresh()?;
+    Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
+}
+
+fn validate_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    validate(live, args, "@okfit/mcp")
 }
 
 /// `describe_vocabulary`'s shape (reference §1.4).
@@ -313,23 +258,17 @@ pub fn describe(p: &Project) -> Value {
     })
 }
 
-fn list(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
-    let ty = args.get("type").and_then(Value::as_str).map(str::to_string);
-    let tags: Vec<String> = args
-        .get("tags")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let status = args
-        .get("status")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
-    let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
+fn list_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+    let ListArgs {
+        ty,
+        tags,
+        status,
+        limit,
+        offset,
+    } = parse(args)?;
+    let tags = tags.unwrap_or_default();
+    let status = status.map(|s| s.name().to_string());
+    let (limit, offset) = (limit as usize, offset as usize);
     let (p, b) = live.fresh()?;
     let vocab = |kind: &str, requested: &str, declared: Vec<&String>| {
         let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
@@ -383,21 +322,13 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
 /// serves, with `args`' unsaved documents overlaid and `producer` named
 /// in it (the Node addon's `validate()` calls this directly).
 pub fn validate(live: &mut Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
-    let now = now_arg(args)?;
-    let documents: Vec<(String, String)> = args
-        .get("documents")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| {
-                    Some((
-                        d.get("path")?.as_str()?.to_string(),
-                        d.get("text")?.as_str()?.to_string(),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let ValidateArgs { now, documents } = parse(args)?;
+    let now = now_arg(now.as_deref())?;
+    let documents: Vec<(String, String)> = documents
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (d.path, d.text))
+        .collect();
     let p = live.project()?;
     let loaded = project::load(
         &p,

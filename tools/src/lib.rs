@@ -4,14 +4,82 @@
 
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod bundle;
 pub mod knowledge;
+pub mod schema;
 pub mod toolbox;
 
 pub use toolbox::{Outcome, ReadError, ResourceInfo, ToolInfo, Toolbox};
 
+use bundle::Refusal;
+use okfit_knowledge::live::Live;
+use okfit_knowledge::Knowledge;
 use okfit_store::error::Error;
 use serde_json::Value;
+
+/// What a tool may do to knowledge: MCP annotations and `--read-only`
+/// are read from this, never from the tool's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// It changes nothing.
+    Read,
+    /// It creates or replaces knowledge.
+    Write,
+    /// It may remove knowledge.
+    Destructive,
+}
+
+/// A tool's handler, over what it works on.
+#[derive(Clone, Copy)]
+pub enum Run {
+    /// A bundle tool: the project's live bundle in, JSON out.
+    Bundle(fn(&mut Live, &Value) -> Result<Value, Refusal>),
+    /// A knowledge tool: a connection in, text out (`Err` is the text of
+    /// an error result).
+    Knowledge(fn(&Knowledge, &Value) -> Result<String, String>),
+}
+
+/// One tool, defined once: every surface (the MCP server, Node's
+/// `open()`, the fuzzers) reads this entry.
+pub struct ToolDef {
+    /// Name.
+    pub name: &'static str,
+    /// Display title.
+    pub title: &'static str,
+    /// What it does and when to call it.
+    pub description: &'static str,
+    /// The JSON Schema of its arguments, derived from their type.
+    pub schema: fn() -> Value,
+    /// The catalogue group it is offered in.
+    pub group: Group,
+    /// What it may do.
+    pub access: Access,
+    /// Its handler.
+    pub run: Run,
+}
+
+/// Arguments that do not fit a tool's type. The schema check runs first,
+/// so this names what the schema let through.
+#[derive(Debug)]
+pub struct ArgsError(String);
+
+impl From<ArgsError> for String {
+    fn from(e: ArgsError) -> String {
+        e.0
+    }
+}
+
+impl From<ArgsError> for Refusal {
+    fn from(e: ArgsError) -> Refusal {
+        Refusal::from(Error::Usage(e.0))
+    }
+}
+
+/// A tool's typed arguments.
+pub(crate) fn parse<A: serde::de::DeserializeOwned>(args: &Value) -> Result<A, ArgsError> {
+    A::deserialize(args).map_err(|e| ArgsError(format!("invalid arguments: {e}")))
+}
 
 /// `/changes/0/replaces` as `changes[0].replaces`.
 fn instance_path(pointer: &str) -> String {
@@ -114,25 +182,14 @@ pub enum Group {
     Database,
 }
 
-impl Group {
-    /// Whether tool `name` of this group changes knowledge.
-    pub fn writes(self, name: &str) -> bool {
-        self == Group::Write || (self == Group::Database && name != "history")
-    }
-}
-
-/// Every tool the server can offer, with its group.
-pub fn catalogue() -> Vec<(&'static bundle::ToolDef, Group)> {
-    let mut v: Vec<(&'static bundle::ToolDef, Group)> = vec![];
-    v.extend(knowledge::READ_TOOLS.iter().map(|d| (d, Group::Knowledge)));
-    v.extend(knowledge::WRITE_TOOLS.iter().map(|d| (d, Group::Write)));
-    v.extend(
-        knowledge::DATABASE_TOOLS
-            .iter()
-            .map(|d| (d, Group::Database)),
-    );
-    v.extend(bundle::BUNDLE_TOOLS.iter().map(|d| (d, Group::Bundle)));
-    v
+/// Every tool the server can offer, in `tools/list` order.
+pub fn catalogue() -> Vec<&'static ToolDef> {
+    knowledge::READ_TOOLS
+        .iter()
+        .chain(knowledge::WRITE_TOOLS.iter())
+        .chain(knowledge::DATABASE_TOOLS.iter())
+        .chain(bundle::BUNDLE_TOOLS.iter())
+        .collect()
 }
 
 /// How a server is started.
@@ -157,14 +214,14 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
         Some(list) => {
             let mut out = vec![];
             for n in list.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-                match cat.iter().find(|(d, _)| d.name == n) {
-                    Some((d, _)) => {
+                match cat.iter().find(|d| d.name == n) {
+                    Some(d) => {
                         if !out.contains(&d.name) {
                             out.push(d.name)
                         }
                     }
                     None => {
-                        let all: Vec<&str> = cat.iter().map(|(d, _)| d.name).collect();
+                        let all: Vec<&str> = cat.iter().map(|d| d.name).collect();
                         return Err(Error::Usage(format!(
                             "unknown tool \"{}\": expected one of {}",
                             okfit_store::error::truncate(n),
@@ -183,15 +240,15 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
                 (false, false) => &[Group::Bundle],
             };
             cat.iter()
-                .filter(|(_, g)| groups.contains(g))
-                .map(|(d, _)| d.name)
+                .filter(|d| groups.contains(&d.group))
+                .map(|d| d.name)
                 .collect()
         }
     };
     let names = if opts.read_only {
         names
             .into_iter()
-            .filter(|n| !cat.iter().any(|(d, g)| d.name == *n && g.writes(d.name)))
+            .filter(|n| !cat.iter().any(|d| d.name == *n && d.access != Access::Read))
             .collect()
     } else {
         names

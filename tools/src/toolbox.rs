@@ -2,7 +2,7 @@
 //! server, the Node addon and the fuzzers drive it, each converting its
 //! results to their own types.
 
-use crate::{catalogue, check_args, knowledge, select_tools, Group, Options};
+use crate::{catalogue, check_args, knowledge, select_tools, Access, Group, Options, Run};
 use okfit_knowledge::live::Live;
 use okfit_knowledge::Knowledge;
 use okfit_store::error::{truncate, Error};
@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 struct Compiled {
-    def: &'static crate::bundle::ToolDef,
-    group: Group,
+    def: &'static crate::ToolDef,
     schema: Value,
     validator: jsonschema::Validator,
 }
@@ -55,10 +54,10 @@ impl Toolbox {
         let cat = catalogue();
         let mut compiled = vec![];
         for name in names {
-            let Some((def, group)) = cat.iter().find(|(d, _)| d.name == name) else {
+            let Some(def) = cat.iter().find(|d| d.name == name) else {
                 continue;
             };
-            if *group == Group::Database
+            if def.group == Group::Database
                 && !fixed.as_ref().is_some_and(|k| {
                     matches!(
                         k.dsn(),
@@ -72,7 +71,7 @@ impl Toolbox {
                     "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
                 )));
             }
-            if *group == Group::Bundle
+            if def.group == Group::Bundle
                 && fixed
                     .as_ref()
                     .is_some_and(|k| !matches!(k.dsn(), okfit_store::dsn::Dsn::Folder { .. }))
@@ -86,7 +85,6 @@ impl Toolbox {
                 .map_err(|e| Error::Io(format!("tool {} has an invalid schema: {e}", def.name)))?;
             compiled.push(Compiled {
                 def,
-                group: *group,
                 schema,
                 validator,
             });
@@ -156,7 +154,7 @@ impl Toolbox {
                 } else {
                     c.def.description.to_string()
                 };
-                let writes = c.group.writes(c.def.name);
+                let writes = c.def.access != Access::Read;
                 ToolInfo {
                     name: c.def.name,
                     title: c.def.title,
@@ -166,7 +164,7 @@ impl Toolbox {
                         _ => serde_json::Map::new(),
                     },
                     read_only: !writes,
-                    destructive: writes && c.def.name == "delete",
+                    destructive: c.def.access == Access::Destructive,
                     idempotent: !writes,
                 }
             })
@@ -183,20 +181,18 @@ impl Toolbox {
         if let Err(m) = check_args(c.def.name, &c.schema, &c.validator, &args) {
             return Outcome::Invalid(m);
         }
-        if matches!(c.group, Group::Knowledge | Group::Write | Group::Database) {
-            let out = self
-                .knowledge()
-                .map_err(|e| e.to_string())
-                .and_then(|kb| knowledge::call(&kb, name, &args));
-            return match out {
-                Ok(text) => Outcome::Text(text),
+        match c.def.run {
+            Run::Knowledge(run) => match self.knowledge().map_err(|e| e.to_string()) {
+                Ok(kb) => match run(&kb, &args) {
+                    Ok(text) => Outcome::Text(text),
+                    Err(m) => Outcome::Refused(m),
+                },
                 Err(m) => Outcome::Refused(m),
-            };
-        }
-        let mut live = self.live();
-        match crate::bundle::call(&mut live, name, &args) {
-            Ok(v) => Outcome::Structured(v),
-            Err(r) => Outcome::Refused(r.text()),
+            },
+            Run::Bundle(run) => match run(&mut self.live(), &args) {
+                Ok(v) => Outcome::Structured(v),
+                Err(r) => Outcome::Refused(r.text()),
+            },
         }
     }
 

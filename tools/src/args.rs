@@ -1,0 +1,354 @@
+//! The tools' argument types. Each tool's JSON Schema is derived from its
+//! type ([`crate::schema::derived`]), limits included, and its handler
+//! reads the typed value: nothing is read from untyped JSON.
+
+use okfit_core::kb::search::MAX_K;
+use okfit_store::change::{Change, Pre, MAX_CHANGES, MAX_GET_IDS};
+use okfit_store::error::Error;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A tool without arguments.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ManifestArgs {
+    #[schemars(
+        description = "Optional bundle name, from the bundle column, to read only that bundle."
+    )]
+    #[serde(default)]
+    pub bundle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchArgs {
+    #[schemars(length(min = 1), description = "What to look for, in words.")]
+    pub query: String,
+    #[schemars(
+        range(min = 1, max = MAX_K),
+        description = "How many ranked matches to return before link expansion (default 8)."
+    )]
+    #[serde(default)]
+    pub k: Option<u64>,
+    #[schemars(description = "Optional bundle name to rank within.")]
+    #[serde(default)]
+    pub bundle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetArgs {
+    #[schemars(
+        length(min = 1, max = MAX_GET_IDS),
+        description = "Concept ids taken from the manifest."
+    )]
+    pub ids: Vec<String>,
+    #[schemars(description = "Optional section name to return instead of the whole concept.")]
+    #[serde(default)]
+    pub section: Option<String>,
+    #[schemars(
+        range(min = 0),
+        description = "Character offset to start from, for continuing a partial slice."
+    )]
+    #[serde(default)]
+    pub offset: Option<u64>,
+    #[schemars(
+        range(min = 1),
+        description = "Maximum characters per concept, default 15000. With find, sizes the window instead."
+    )]
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[schemars(
+        length(min = 1),
+        description = "Literal case-insensitive phrase to locate."
+    )]
+    #[serde(default)]
+    pub find: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteArgs {
+    #[schemars(
+        length(min = 1),
+        description = "Bundle to write into, from the bundle column. A new name creates it."
+    )]
+    pub bundle: String,
+    #[schemars(
+        length(min = 1),
+        description = "Path within the bundle, ending in .md, for example \"tables/orders.md\"."
+    )]
+    pub path: String,
+    #[schemars(description = "The concept's entire Markdown, frontmatter included.")]
+    pub content: String,
+    #[schemars(
+        description = "Hash of the version being replaced. Omit to create; a refusal names the hash to use."
+    )]
+    #[serde(default)]
+    pub replaces: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeleteArgs {
+    #[schemars(length(min = 1), description = "Bundle the concept sits in.")]
+    pub bundle: String,
+    #[schemars(
+        length(min = 1),
+        description = "Path within the bundle, for example \"tables/orders.md\"."
+    )]
+    pub path: String,
+    #[schemars(
+        description = "Hash of the version being removed. A refusal names the hash to use."
+    )]
+    #[serde(default)]
+    pub replaces: Option<String>,
+}
+
+/// A sha256 digest in lowercase hex.
+const DIGEST: &str = "^[a-f0-9]{64}$";
+
+/// A transaction: the `transact` tool's arguments, the CLI's `okfit
+/// transact` file and the daemon's `/transact` body, one type for all
+/// three.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Batch {
+    /// The changes, committed together or not at all.
+    #[schemars(length(min = 1, max = MAX_CHANGES), description = "")]
+    pub changes: Vec<BatchChange>,
+    /// The revision the batch was prepared against, when it must still
+    /// be the head.
+    #[schemars(regex(pattern = DIGEST), description = "")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<String>,
+}
+
+/// What one change of a [`Batch`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(description = "")]
+pub enum Operation {
+    /// Create or replace the document.
+    Write,
+    /// Remove the document.
+    Delete,
+}
+
+/// One change of a [`Batch`].
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(description = "")]
+#[schemars(extend("allOf" = [
+    {"if": {"properties": {"operation": {"const": "write"}}}, "then": {"required": ["content"]}},
+    {"if": {"properties": {"operation": {"const": "delete"}}}, "then": {"required": ["replaces"], "not": {"required": ["content"]}}}
+]))]
+pub struct BatchChange {
+    /// Write or delete.
+    #[schemars(description = "")]
+    pub operation: Operation,
+    /// The bundle.
+    #[schemars(length(min = 1), description = "")]
+    pub bundle: String,
+    /// The path inside the bundle.
+    #[schemars(length(min = 1), description = "")]
+    pub path: String,
+    /// The new text (writes only).
+    #[schemars(description = "")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The hash of the version replaced or removed.
+    #[schemars(regex(pattern = DIGEST), description = "")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
+}
+
+impl Batch {
+    /// A batch sent to `okfit transact` or the daemon's `/transact`,
+    /// checked with the reference's messages (langonrock §5.1). Top-level
+    /// keys other than `changes` and `expectedRevision` are ignored, as
+    /// there; each change is strict.
+    pub fn from_json(v: &serde_json::Value) -> Result<Batch, Error> {
+        check_shape(v)?;
+        let mut known = serde_json::Map::new();
+        for key in ["changes", "expectedRevision"] {
+            if let Some(x) = v.get(key) {
+                known.insert(key.into(), x.clone());
+            }
+        }
+        Batch::deserialize(serde_json::Value::Object(known))
+            .map_err(|e| Error::Refused(format!("invalid transaction: {e}")))
+    }
+
+    /// The changes as the store commits them.
+    pub fn changes(&self) -> Vec<Change> {
+        self.changes.iter().map(BatchChange::change).collect()
+    }
+}
+
+impl BatchChange {
+    /// This change as the store commits it.
+    pub fn change(&self) -> Change {
+        Change {
+            bundle: self.bundle.clone(),
+            path: self.path.clone(),
+            content: (self.operation == Operation::Write)
+                .then(|| self.content.clone().unwrap_or_default().into_bytes()),
+            pre: match &self.replaces {
+                Some(h) => Pre::Hash(h.clone()),
+                None => Pre::Create,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HistoryArgs {
+    #[schemars(length(max = 512))]
+    #[serde(default)]
+    pub before: Option<String>,
+    #[schemars(range(min = 1, max = 100))]
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RestoreArgs {
+    #[schemars(regex(pattern = DIGEST))]
+    pub revision: String,
+    #[schemars(regex(pattern = DIGEST))]
+    pub expected_revision: String,
+}
+
+/// A concept's status, as `list_concepts` filters it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(description = "")]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Status {
+    Draft,
+    Stable,
+    Deprecated,
+}
+
+impl Status {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Status::Draft => "draft",
+            Status::Stable => "stable",
+            Status::Deprecated => "deprecated",
+        }
+    }
+}
+
+fn list_limit() -> u64 {
+    200
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListArgs {
+    #[schemars(description = "Exact type name, as describe_vocabulary lists it.")]
+    #[serde(default, rename = "type")]
+    pub ty: Option<String>,
+    #[schemars(description = "Tags that must all be present.")]
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+    #[schemars(description = "Status (absent counts as stable).")]
+    #[serde(default)]
+    pub status: Option<Status>,
+    #[schemars(range(min = 1, max = 1000))]
+    #[serde(default = "list_limit")]
+    pub limit: u64,
+    #[schemars(range(min = 0))]
+    #[serde(default)]
+    pub offset: u64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IdArgs {
+    #[schemars(
+        description = "Concept id: path id (metrics/revenue) or short id (revenue), with or without a leading / or trailing .md."
+    )]
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NowArgs {
+    #[schemars(
+        description = "ISO 8601 instant with an explicit offset, e.g. 2026-09-06T00:00:00Z; default: the current time."
+    )]
+    #[serde(default)]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UnsavedDocument {
+    #[schemars(description = "Bundle-relative path ending in .md.")]
+    pub path: String,
+    #[schemars(description = "The document's full text.")]
+    pub text: String,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ValidateArgs {
+    #[schemars(
+        description = "ISO 8601 instant with an explicit offset; enables the stale lint at that instant. Default: the current time."
+    )]
+    #[serde(default)]
+    pub now: Option<String>,
+    #[schemars(
+        description = "Unsaved documents to validate in place of the files on disk (never written)."
+    )]
+    #[serde(default)]
+    pub documents: Option<Vec<UnsavedDocument>>,
+}
+
+/// Checks the shape of a JSON batch with the reference's messages.
+fn check_shape(v: &serde_json::Value) -> Result<(), Error> {
+    if !v.is_object() || v.get("tenant").is_some() {
+        return Err(Error::Refused(
+            "transaction must be an object scoped to the connected tenant".into(),
+        ));
+    }
+    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
+        return Err(Error::Refused(
+            "transaction needs between 1 and 1000 changes".into(),
+        ));
+    };
+    for c in items {
+        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
+            && c.get("path").is_some_and(|p| p.is_string())
+            && c.get("tenant").is_none();
+        if !ok_strings {
+            return Err(Error::Refused(
+                "document change must specify a bundle and path within the connected tenant".into(),
+            ));
+        }
+        match c.get("operation").and_then(|o| o.as_str()) {
+            Some("write") => {
+                if !c.get("content").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused("document content must be a string".into()));
+                }
+            }
+            Some("delete") => {
+                if !c.get("replaces").is_some_and(|x| x.is_string()) {
+                    return Err(Error::Refused(
+                        "a delete needs replaces: the hash of the version being removed".into(),
+                    ));
+                }
+            }
+            _ => return Err(Error::Refused("invalid document operation".into())),
+        }
+    }
+    Ok(())
+}
