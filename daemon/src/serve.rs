@@ -844,6 +844,20 @@ pub fn router(daemon: Arc<Daemon>) -> axum::Router {
 
 /// Serves one connection until it closes (or the daemon stops), holding
 /// one of the daemon's connection slots meanwhile.
+/// Waits for a free connection slot; `None` once the daemon is stopping.
+async fn free_slot<F>(
+    shutdown: &mut F,
+    slots: &Arc<tokio::sync::Semaphore>,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Error>
+where
+    F: std::future::Future<Output = Result<(), Error>> + Unpin,
+{
+    tokio::select! {
+        r = shutdown => r.map(|()| None),
+        p = slots.clone().acquire_owned() => Ok(p.ok()),
+    }
+}
+
 async fn serve_conn<S>(
     stream: S,
     app: axum::Router,
@@ -987,11 +1001,9 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                     line(sources, "watched tenant")
                 );
                 loop {
-                    let permit = tokio::select! {
-                        r = &mut shutdown => { r?; break; }
-                        p = slots.clone().acquire_owned() => p,
+                    let Some(permit) = free_slot(&mut shutdown, &slots).await? else {
+                        break;
                     };
-                    let Ok(permit) = permit else { break };
                     tokio::select! {
                         r = &mut shutdown => { r?; break; }
                         a = listener.accept() => {
@@ -1028,11 +1040,9 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
             );
             let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
             loop {
-                let permit = tokio::select! {
-                    r = &mut shutdown => { r?; break; }
-                    p = slots.clone().acquire_owned() => p,
+                let Some(permit) = free_slot(&mut shutdown, &slots).await? else {
+                    break;
                 };
-                let Ok(permit) = permit else { break };
                 tokio::select! {
                     r = &mut shutdown => { r?; break; }
                     a = listener.accept() => {

@@ -780,31 +780,32 @@ pub mod ops {
         if let Some(e) = expected {
             body["expectedRevision"] = json!(e);
         }
-        let reply = r.request("POST", "transact", &[], body.to_string().as_bytes())?;
-        if reply.status != 200 {
-            return Err(commit_failure(&reply));
-        }
-        let v: Value = serde_json::from_slice(&reply.body).map_err(|e| {
-            Error::Io(format!(
-                "okfit serve answered transact with invalid JSON ({e})"
-            ))
-        })?;
-        Ok(committed(&v, changes))
+        commit_post(r, "transact", &body, changes)
     }
 
     /// `restore`.
     pub fn restore(r: &Remote, revision: &str, expected: &str) -> Result<Committed, CommitError> {
         let body = json!({"revision": revision, "expectedRevision": expected});
-        let reply = r.request("POST", "restore", &[], body.to_string().as_bytes())?;
+        commit_post(r, "restore", &body, &[])
+    }
+
+    /// POSTs a commit (`transact`, `restore`) and reads its revision.
+    fn commit_post(
+        r: &Remote,
+        verb: &str,
+        body: &Value,
+        changes: &[Change],
+    ) -> Result<Committed, CommitError> {
+        let reply = r.request("POST", verb, &[], body.to_string().as_bytes())?;
         if reply.status != 200 {
             return Err(commit_failure(&reply));
         }
         let v: Value = serde_json::from_slice(&reply.body).map_err(|e| {
             Error::Io(format!(
-                "okfit serve answered restore with invalid JSON ({e})"
+                "okfit serve answered {verb} with invalid JSON ({e})"
             ))
         })?;
-        Ok(committed(&v, &[]))
+        Ok(committed(&v, changes))
     }
 
     /// `history`.

@@ -444,21 +444,16 @@ fn stale(a: StaleArgs) -> Result<i32, Error> {
     match a.format {
         PlainFormat::Json => {
             let m = meta(&p);
-            print_json(&serde_json::json!({
-                "schema": 1,
-                "okfit_version": m.okfit_version,
-                "engine_version": report::ENGINE_VERSION,
-                "producer": m.producer,
-                "distribution": null,
-                "okf_version": m.okf_version,
-                "root": m.root,
-                "profile": m.profile,
-                "as_of": time::format_millis(now),
-                "summary": { "concepts": total, "stale": items.len() },
-                "items": items.iter().map(|i| serde_json::json!({
-                    "id": i.summary.id, "stale_after": i.stale_after, "days_past": i.days_past
-                })).collect::<Vec<_>>(),
-            }))?;
+            print_json(&meta_envelope(
+                &m,
+                serde_json::json!({
+                    "as_of": time::format_millis(now),
+                    "summary": { "concepts": total, "stale": items.len() },
+                    "items": items.iter().map(|i| serde_json::json!({
+                        "id": i.summary.id, "stale_after": i.stale_after, "days_past": i.days_past
+                    })).collect::<Vec<_>>(),
+                }),
+            ))?;
         }
         PlainFormat::Human => {
             for i in &items {
@@ -512,19 +507,14 @@ fn graph(a: GraphArgs) -> Result<i32, Error> {
                     v
                 })
                 .collect();
-            print_json(&serde_json::json!({
-                "schema": 1,
-                "okfit_version": m.okfit_version,
-                "engine_version": report::ENGINE_VERSION,
-                "producer": m.producer,
-                "distribution": null,
-                "okf_version": m.okf_version,
-                "root": m.root,
-                "profile": m.profile,
-                "summary": { "nodes": g.nodes.len(), "edges": g.edges.len() },
-                "nodes": nodes,
-                "edges": edges,
-            }))?;
+            print_json(&meta_envelope(
+                &m,
+                serde_json::json!({
+                    "summary": { "nodes": g.nodes.len(), "edges": g.edges.len() },
+                    "nodes": nodes,
+                    "edges": edges,
+                }),
+            ))?;
         }
         GraphFormat::Mermaid => {
             let mut s = String::from("flowchart LR\n");
@@ -595,6 +585,24 @@ fn check_vocab(p: &Project, kind: &str, names: &[String]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The envelope's head with the project's metadata, then `extra`.
+fn meta_envelope(m: &Meta, extra: serde_json::Value) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "schema": 1,
+        "okfit_version": m.okfit_version,
+        "engine_version": report::ENGINE_VERSION,
+        "producer": m.producer,
+        "distribution": null,
+        "okf_version": m.okf_version,
+        "root": m.root,
+        "profile": m.profile,
+    });
+    if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v
 }
 
 fn envelope_head(extra: serde_json::Value) -> serde_json::Value {
