@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use okfit_core::kb::names;
 use okfit_core::kb::slice::SliceOptions;
-use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, CommitError, Pre};
 use okfit_store::error::{Error, Kind};
 use serde_json::{json, Value};

@@ -8,12 +8,12 @@
 //! by other processes before each answer, and reads search postings for
 //! the words asked about.
 
+use crate::options::GetOptions;
 use crate::project::Stamp;
 use okfit_core::kb::compile::{self, Compiled};
 use okfit_core::kb::model::{self, Entry, Model};
 use okfit_core::kb::names;
 use okfit_core::kb::search::{self, DocTerms, Index};
-use okfit_core::kb::slice::SliceOptions;
 use okfit_core::time::{self, Instant};
 use okfit_store::beneath::{Dir, Root};
 use okfit_store::change::{
@@ -493,15 +493,6 @@ impl Knowledge {
             }
         }
     }
-}
-
-/// Options of [`Knowledge::get`].
-#[derive(Clone, Debug, Default)]
-pub struct GetOptions {
-    /// One named section instead of the whole body.
-    pub section: Option<String>,
-    /// Slice options (offset, limit, find).
-    pub slice: SliceOptions,
 }
 
 impl Knowledge {

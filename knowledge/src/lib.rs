@@ -7,7 +7,9 @@
 
 pub mod kb;
 pub mod live;
+pub mod options;
 pub mod project;
 pub mod remote;
 
-pub use kb::{GetOptions, Knowledge};
+pub use kb::Knowledge;
+pub use options::GetOptions;

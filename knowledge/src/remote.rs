@@ -507,7 +507,7 @@ fn read_reply(s: &mut Stream, head_only: bool) -> std::io::Result<(Reply, bool)>
 /// embedded store gives.
 pub mod ops {
     use super::{status_error, Remote};
-    use crate::kb::GetOptions;
+    use crate::options::GetOptions;
     use okfit_core::kb::model::Fetched;
     use okfit_core::kb::slice::Slice;
     use okfit_store::change::{

@@ -6,7 +6,7 @@ use clap::Args;
 use okfit_core::kb::names;
 use okfit_core::kb::search;
 use okfit_core::kb::slice::SliceOptions;
-use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, CommitError, Pre};
 use okfit_store::dsn::{self, Dsn};
 use okfit_store::error::Error;

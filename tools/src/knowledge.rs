@@ -10,7 +10,7 @@ use crate::schema::derived;
 use crate::{parse, Access, Group, Run, ToolDef};
 use okfit_core::kb::search;
 use okfit_core::kb::slice::{SliceOptions, GET_LIMIT};
-use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, CommitError, Pre};
 use okfit_store::error::Error;
 use serde_json::{json, Value};

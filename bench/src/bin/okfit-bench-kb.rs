@@ -26,7 +26,7 @@
 
 use mimalloc::MiMalloc;
 use okfit_core::kb::slice::SliceOptions;
-use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, Pre};
 
 use serde_json::{json, Value};

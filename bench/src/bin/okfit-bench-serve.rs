@@ -19,7 +19,7 @@
 use mimalloc::MiMalloc;
 use okfit_bench::kbdata::{out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
 use okfit_core::kb::slice::SliceOptions;
-use okfit_knowledge::kb::{GetOptions, Knowledge};
+use okfit_knowledge::{GetOptions, Knowledge};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
