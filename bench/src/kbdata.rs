@@ -171,3 +171,19 @@ pub fn p95(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[(v.len() * 95 / 100).min(v.len() - 1)]
 }
+
+/// A benchmark's parsed arguments; `Err` is the exit code once `--help`
+/// has printed `usage` (0) or the error has been reported (2).
+pub fn parsed<T>(r: Result<Option<T>, String>, usage: &str) -> Result<T, std::process::ExitCode> {
+    match r {
+        Ok(Some(a)) => Ok(a),
+        Ok(None) => {
+            println!("{usage}");
+            Err(std::process::ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}

@@ -161,16 +161,9 @@ fn s(v: &str) -> String {
 fn main() -> ExitCode {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let root = std::fs::canonicalize(&root).unwrap_or(root);
-    let args = match parse(&root) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let args = match okfit_bench::kbdata::parsed(parse(&root), USAGE) {
+        Ok(a) => a,
+        Err(code) => return code,
     };
     let suite = root.join("bench").join("out").join("suite");
     if let Err(e) = std::fs::create_dir_all(&suite) {

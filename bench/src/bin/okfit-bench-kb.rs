@@ -448,16 +448,9 @@ fn main() -> ExitCode {
             }
         };
     }
-    let args = match parse_args(&argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let args = match okfit_bench::kbdata::parsed(parse_args(&argv), USAGE) {
+        Ok(a) => a,
+        Err(code) => return code,
     };
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -417,16 +417,9 @@ fn main() -> ExitCode {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let args = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let args = match okfit_bench::kbdata::parsed(parse_args(), USAGE) {
+        Ok(a) => a,
+        Err(code) => return code,
     };
     match run(&root, &args) {
         Ok(_) => ExitCode::SUCCESS,

@@ -280,16 +280,9 @@ fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let (sizes, json_path) = match parse_args() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let (sizes, json_path) = match okfit_bench::kbdata::parsed(parse_args(), USAGE) {
+        Ok(a) => a,
+        Err(code) => return code,
     };
     match run(&sizes, json_path.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
