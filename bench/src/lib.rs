@@ -7,6 +7,7 @@
 pub mod generator;
 pub mod kbdata;
 pub mod measure;
+pub mod prose;
 pub mod reference;
 pub mod report;
 pub mod rng;
