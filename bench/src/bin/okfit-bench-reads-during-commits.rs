@@ -28,10 +28,11 @@
 //! `--json PATH` also writes the figures as JSON.
 
 use mimalloc::MiMalloc;
-use okfit::kb::{sha256_hex, Change, Knowledge, Pre};
-use okfit::remote::{Remote, Target};
 use okfit_bench::prose::Prose;
 use okfit_bench::rng::SplitMix64;
+use okfit_knowledge::remote::{Remote, Target};
+use okfit_knowledge::Knowledge;
+use okfit_store::change::{sha256_hex, Change, Pre};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -747,16 +748,9 @@ fn parse_args() -> Result<Option<Opts>, String> {
 }
 
 fn main() -> ExitCode {
-    let o = match parse_args() {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let o = match okfit_bench::kbdata::parsed(parse_args(), USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     match run(&o) {
         Ok(()) => ExitCode::SUCCESS,
