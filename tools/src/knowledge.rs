@@ -125,12 +125,11 @@ pub fn manifest_description(advice: Option<&str>) -> String {
 
 /// Runs a knowledge tool by name; `Err` is the text of an error result.
 pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> {
-    let tool = READ_TOOLS
-        .iter()
-        .chain(WRITE_TOOLS.iter())
-        .chain(DATABASE_TOOLS.iter())
-        .find(|d| d.name == name);
-    match tool.map(|d| d.run) {
+    match crate::catalogue()
+        .into_iter()
+        .find(|d| d.name == name)
+        .map(|d| d.run)
+    {
         Some(Run::Knowledge(run)) => run(kb, args),
         _ => Err(format!(
             "tool not found: {}",
@@ -328,10 +327,9 @@ pub fn call_checked(
     type Checks = Vec<(&'static str, Value, jsonschema::Validator)>;
     static CHECKS: OnceLock<Checks> = OnceLock::new();
     let checks = CHECKS.get_or_init(|| {
-        READ_TOOLS
-            .iter()
-            .chain(WRITE_TOOLS.iter())
-            .chain(DATABASE_TOOLS.iter())
+        crate::catalogue()
+            .into_iter()
+            .filter(|d| matches!(d.run, Run::Knowledge(_)))
             .filter_map(|d| {
                 let schema = (d.schema)();
                 let v = jsonschema::validator_for(&schema).ok()?;
