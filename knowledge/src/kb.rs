@@ -10,11 +10,13 @@
 
 use crate::options::GetOptions;
 use crate::project::Stamp;
+use crate::tenant::{Loaded, StoreKb};
+use crate::view::View;
 use okfit_core::kb::compile::{self, Compiled};
-use okfit_core::kb::model::{self, Entry, Model};
+use okfit_core::kb::model::{self, Entry};
 use okfit_core::kb::names;
-use okfit_core::kb::search::{self, DocTerms, Index};
-use okfit_core::time::{self, Instant};
+use okfit_core::kb::search::{self, DocTerms};
+use okfit_core::time::Instant;
 use okfit_store::beneath::{Dir, Root};
 use okfit_store::change::{
     check_precondition, sha256_hex, Change, CommitError, Committed, Finding, Pre, RevisionPage,
@@ -22,66 +24,13 @@ use okfit_store::change::{
 };
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
-use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, SqliteStore, Storage};
+use okfit_store::sqlite::{SqliteStore, Storage};
 use okfit_store::walk;
 use okfit_store::watch::Watch;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-struct Cached {
-    generation: u64,
-    bundle: Option<String>,
-    text: Arc<str>,
-    until: Option<i64>,
-}
-
-/// The state of one connection's knowledge.
-struct View {
-    model: Model,
-    index: Index,
-    manifest: Vec<Cached>,
-}
-
-impl View {
-    fn new(tenant: &str, complete: bool) -> View {
-        View {
-            model: Model::new(tenant),
-            index: Index::new(complete),
-            manifest: vec![],
-        }
-    }
-
-    fn manifest(&mut self, bundle: Option<&str>, now: Instant) -> Result<Arc<str>, Error> {
-        let gen = self.model.generation();
-        if let Some(c) = self.manifest.iter().find(|c| {
-            c.generation == gen
-                && c.bundle.as_deref() == bundle
-                && c.until.is_none_or(|u| now.0 < u)
-        }) {
-            return Ok(c.text.clone());
-        }
-        let (text, until) = self.model.manifest(bundle, now).map_err(Error::Refused)?;
-        let text: Arc<str> = Arc::from(text);
-        self.manifest
-            .retain(|c| c.generation == gen && c.bundle.as_deref() != bundle);
-        self.manifest.push(Cached {
-            generation: gen,
-            bundle: bundle.map(str::to_string),
-            text: text.clone(),
-            until,
-        });
-        Ok(text)
-    }
-
-    fn terms(&self, slot: u32, text: &str) -> Option<DocTerms> {
-        let (names, fields) = self.model.search_fields(slot)?;
-        let e = self.model.entry(slot)?;
-        let body = text.get(e.compiled.body_start as usize..).unwrap_or("");
-        Some(search::doc_terms(&names, &fields, body))
-    }
-}
 
 struct FolderKb {
     root: PathBuf,
@@ -94,23 +43,10 @@ struct FolderKb {
     stale: bool,
 }
 
-struct StoreKb {
-    root: PathBuf,
-    tenant: String,
-    store: Option<SqliteStore>,
-    view: Option<View>,
-    head: Option<Head>,
-    /// Recently read document texts by content hash (contents never
-    /// change under a hash).
-    texts: HashMap<String, Arc<str>>,
-}
-
-/// Most document texts a store connection keeps between calls.
-const TEXT_CACHE: usize = 256;
-
 enum Backend {
-    Folder(FolderKb),
-    Store(StoreKb),
+    Folder(Box<FolderKb>),
+    /// A store tenant (see [`Knowledge::store`]).
+    Store,
     /// Answers come from a running `okfit serve` (see [`Knowledge::remote`]).
     Remote,
 }
@@ -121,6 +57,8 @@ pub struct Knowledge {
     name: String,
     now: Option<Instant>,
     inner: Mutex<Backend>,
+    /// A store tenant's model and connections, shared by concurrent reads.
+    store: Option<StoreKb>,
     remote: Option<crate::remote::Remote>,
 }
 
@@ -231,85 +169,6 @@ impl FolderKb {
     }
 }
 
-impl StoreKb {
-    fn open_store(&mut self, create: bool) -> Result<(), Error> {
-        if self.store.is_none() {
-            self.store = Some(SqliteStore::open(&self.root, &self.tenant, create)?);
-        }
-        Ok(())
-    }
-
-    /// Loads the model once, then applies commits made elsewhere.
-    fn refresh(&mut self) -> Result<(), Error> {
-        self.open_store(false)?;
-        let Some(store) = self.store.as_ref() else {
-            return Ok(());
-        };
-        if let Some(view) = self.view.as_mut() {
-            let head = store.head()?;
-            if head == self.head {
-                return Ok(());
-            }
-            let since = self.head.as_ref().map_or(0, |h| h.seq);
-            let (head, keys, rows) = store.changed_since(since)?;
-            for (b, p) in &keys {
-                if let Some((slot, _)) = view.model.remove(b, p) {
-                    view.index.forget(slot);
-                }
-            }
-            for r in rows {
-                let nav = r.compiled.nav;
-                let slot = view
-                    .model
-                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
-                if !nav {
-                    view.index.set_doc_len(slot, r.len);
-                }
-            }
-            // Concepts renamed by those commits were re-indexed there (the
-            // id is a searched field): read their new lengths too.
-            for slot in view.model.settle() {
-                if let Some(t) = store.terms_of(slot)? {
-                    view.index.set_doc_len(slot, t.len);
-                }
-            }
-            // Postings changed underneath: loaded ones are read again.
-            view.index.clear_terms();
-            self.head = head;
-            return Ok(());
-        }
-        if self.view.is_none() {
-            let (head, rows) = store.load()?;
-            let mut view = View::new(&self.tenant, false);
-            for r in rows {
-                let len = r.len;
-                let nav = r.compiled.nav;
-                let slot = view
-                    .model
-                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
-                if !nav {
-                    view.index.set_doc_len(slot, len);
-                }
-            }
-            view.model.settle();
-            self.view = Some(view);
-            self.head = head;
-        }
-        Ok(())
-    }
-
-    fn load_terms(&mut self, query: &str) -> Result<(), Error> {
-        let (Some(view), Some(store)) = (self.view.as_mut(), self.store.as_ref()) else {
-            return Ok(());
-        };
-        for t in view.index.missing_terms(query) {
-            let p = store.postings(&t)?;
-            view.index.load_term(&t, p);
-        }
-        Ok(())
-    }
-}
-
 fn now_or(now: Option<Instant>) -> Instant {
     now.unwrap_or_else(okfit_store::clock::wall_clock)
 }
@@ -332,7 +191,7 @@ impl Knowledge {
                 let name = folder_bundle_name(path)?;
                 (
                     name,
-                    Backend::Folder(FolderKb {
+                    Backend::Folder(Box::new(FolderKb {
                         root: path.clone(),
                         view: None,
                         texts: HashMap::new(),
@@ -340,19 +199,12 @@ impl Knowledge {
                         stamps: HashMap::new(),
                         watch: None,
                         stale: false,
-                    }),
+                    })),
                 )
             }
-            Dsn::Store { root, tenant } => (
+            Dsn::Store { tenant, .. } => (
                 tenant.clone(),
-                Backend::Store(StoreKb {
-                    root: root.clone(),
-                    tenant: tenant.clone(),
-                    store: None,
-                    view: None,
-                    head: None,
-                    texts: HashMap::new(),
-                }),
+                Backend::Store,
             ),
             Dsn::Npipe { .. } => {
                 return Err(Error::Usage(
@@ -399,10 +251,15 @@ impl Knowledge {
                 );
             }
         };
+        let store = match &dsn {
+            Dsn::Store { root, tenant } => Some(StoreKb::new(root.clone(), tenant.clone())),
+            _ => None,
+        };
         Ok(Knowledge {
             dsn,
             name,
             now: None,
+            store,
             inner: Mutex::new(backend),
             remote: None,
         })
@@ -419,6 +276,7 @@ impl Knowledge {
             dsn: dsn.clone(),
             now: None,
             inner: Mutex::new(Backend::Remote),
+            store: None,
             remote: Some(crate::remote::Remote::new(
                 target,
                 tenant.clone(),
@@ -451,45 +309,24 @@ impl Knowledge {
     fn read<R>(
         &self,
         query: Option<&str>,
-        f: impl FnOnce(&mut View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
+        f: impl FnOnce(&View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
     ) -> Result<R, Error> {
+        if let Some(sk) = &self.store {
+            return sk.read(query, f);
+        }
         let mut guard = self.lock();
         match &mut *guard {
-            Backend::Remote => Err(Error::Store("a remote connection has no local view".into())),
             Backend::Folder(fk) => {
                 fk.refresh(&self.name)?;
-                let FolderKb { view, texts, .. } = fk;
+                let FolderKb { view, texts, .. } = &mut **fk;
                 let view = view
                     .as_mut()
                     .ok_or_else(|| Error::Store("no view".into()))?;
                 let mut body = |e: &Entry| -> Option<Arc<str>> { texts.get(&e.path).cloned() };
                 f(view, &mut body)
             }
-            Backend::Store(sk) => {
-                sk.refresh()?;
-                if let Some(q) = query {
-                    sk.load_terms(q)?;
-                }
-                let StoreKb {
-                    view, store, texts, ..
-                } = sk;
-                let view = view
-                    .as_mut()
-                    .ok_or_else(|| Error::Store("no view".into()))?;
-                let store = store.as_ref();
-                let mut body = |e: &Entry| -> Option<Arc<str>> {
-                    if let Some(t) = texts.get(&e.hash) {
-                        return Some(t.clone());
-                    }
-                    let bytes = store?.blob(&e.hash).ok()??;
-                    let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
-                    if texts.len() >= TEXT_CACHE {
-                        texts.clear();
-                    }
-                    texts.insert(e.hash.clone(), t.clone());
-                    Some(t)
-                };
-                f(view, &mut body)
+            Backend::Remote | Backend::Store => {
+                Err(Error::Store("a remote connection has no local view".into()))
             }
         }
     }
@@ -590,6 +427,24 @@ impl Knowledge {
         if let Some(r) = &self.remote {
             return crate::remote::ops::read_source(r, bundle, path);
         }
+        if let Some(sk) = &self.store {
+            let read = sk.read(None, |view, body| {
+                let Some(e) = view
+                    .model
+                    .slot_of(bundle, path)
+                    .and_then(|s| view.model.entry(s))
+                else {
+                    return Ok(None);
+                };
+                // Stored contents are UTF-8 (checked on commit): the text
+                // is the bytes.
+                Ok(body(e).map(|t| (t.as_bytes().to_vec(), e.hash.clone())))
+            });
+            return match read {
+                Err(Error::NoTenant(_)) => Ok(None),
+                r => r,
+            };
+        }
         let mut guard = self.lock();
         match &mut *guard {
             Backend::Remote => Ok(None),
@@ -619,24 +474,7 @@ impl Knowledge {
                     (b, h)
                 }))
             }
-            Backend::Store(sk) => {
-                match sk.refresh() {
-                    Err(Error::NoTenant(_)) if sk.store.is_none() => return Ok(None),
-                    r => r?,
-                }
-                let Some(view) = sk.view.as_ref() else {
-                    return Ok(None);
-                };
-                let Some(slot) = view.model.slot_of(bundle, path) else {
-                    return Ok(None);
-                };
-                let Some(e) = view.model.entry(slot) else {
-                    return Ok(None);
-                };
-                let hash = e.hash.clone();
-                let bytes = sk.store.as_ref().and_then(|s| s.blob(&hash).ok().flatten());
-                Ok(bytes.map(|b| (b, hash)))
-            }
+            Backend::Store => Ok(None),
         }
     }
 
@@ -713,7 +551,19 @@ impl Knowledge {
                 Some(r) => crate::remote::ops::commit(r, &changes, expected_revision),
                 None => Err(Error::Store("no remote connection".into()).into()),
             },
-            Backend::Store(sk) => sk.commit(&changes, compiled, expected_revision, now),
+            Backend::Store => match &self.store {
+                Some(sk) => sk.exclusive(true, |store, st| {
+                    st.commit(
+                        store,
+                        sk.tenant(),
+                        &changes,
+                        compiled,
+                        expected_revision,
+                        now,
+                    )
+                }),
+                None => Err(Error::Store("no store connection".into()).into()),
+            },
             Backend::Folder(fk) => {
                 if expected_revision.is_some() {
                     return Err(Error::Refused(
@@ -880,200 +730,6 @@ impl FolderKb {
     }
 }
 
-impl StoreKb {
-    fn commit(
-        &mut self,
-        changes: &[Change],
-        compiled: Vec<Option<Compiled>>,
-        expected: Option<&str>,
-        now: Instant,
-    ) -> Result<Committed, CommitError> {
-        self.open_store(true)?;
-        let mut last = None;
-        for _attempt in 0..8 {
-            self.refresh()?;
-            match self.try_commit(changes, &compiled, expected, now) {
-                Err(CommitError::Other(Error::Conflict(m))) => {
-                    // Someone committed first: start again from their state.
-                    self.view = None;
-                    self.head = None;
-                    if expected.is_some() {
-                        return Err(Error::Conflict(m).into());
-                    }
-                    last = Some(m);
-                }
-                Err(e) => {
-                    if matches!(e, CommitError::Other(_)) {
-                        self.view = None;
-                        self.head = None;
-                    }
-                    return Err(e);
-                }
-                ok => return ok,
-            }
-        }
-        Err(Error::Conflict(last.unwrap_or_else(|| "database busy".into())).into())
-    }
-
-    fn try_commit(
-        &mut self,
-        changes: &[Change],
-        compiled: &[Option<Compiled>],
-        expected: Option<&str>,
-        now: Instant,
-    ) -> Result<Committed, CommitError> {
-        let store = self
-            .store
-            .as_mut()
-            .ok_or_else(|| Error::Store("store not open".into()))?;
-        let view = self
-            .view
-            .as_mut()
-            .ok_or_else(|| Error::Store("store not loaded".into()))?;
-        if let Some(exp) = expected {
-            if self.head.as_ref().map(|h| h.revision.as_str()) != Some(exp) {
-                return Err(Error::Conflict(
-                    "database changed: re-read the revision and document hashes".into(),
-                )
-                .into());
-            }
-        }
-        for (i, c) in changes.iter().enumerate() {
-            let cur = view
-                .model
-                .slot_of(&c.bundle, &c.path)
-                .and_then(|s| view.model.entry(s))
-                .map(|e| e.hash.as_str());
-            if let Err(failure) = check_precondition(c, cur) {
-                return Err(CommitError::Precondition { index: i, failure });
-            }
-        }
-        let mut plan = CommitPlan::default();
-        let mut hashes = vec![];
-        let mut touched: Vec<u32> = vec![];
-        let mut old_terms: HashMap<u32, DocTerms> = HashMap::new();
-        let mut new_texts: HashMap<u32, Arc<str>> = HashMap::new();
-        for (c, comp) in changes.iter().zip(compiled) {
-            let old_hash = view
-                .model
-                .slot_of(&c.bundle, &c.path)
-                .and_then(|s| view.model.entry(s))
-                .map(|e| e.hash.clone());
-            match (&c.content, comp) {
-                (Some(bytes), Some(comp)) => {
-                    let hash = sha256_hex(bytes);
-                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
-                        if let Some(t) = store.terms_of(s)? {
-                            old_terms.entry(s).or_insert(t);
-                        }
-                    }
-                    let (slot, _) = view.model.upsert(&c.bundle, &c.path, &hash, comp.clone());
-                    plan.blobs.push((hash.clone(), bytes.clone()));
-                    new_texts.insert(slot, Arc::from(String::from_utf8_lossy(bytes).into_owned()));
-                    touched.push(slot);
-                    plan.changes.push(ChangeRow {
-                        bundle: c.bundle.clone(),
-                        path: c.path.clone(),
-                        old: old_hash,
-                        new: Some(hash.clone()),
-                    });
-                    hashes.push(Some(hash));
-                }
-                _ => {
-                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
-                        if let Some(t) = store.terms_of(s)? {
-                            old_terms.entry(s).or_insert(t);
-                        }
-                    }
-                    if let Some((slot, _)) = view.model.remove(&c.bundle, &c.path) {
-                        plan.deletes.push(slot);
-                    }
-                    plan.changes.push(ChangeRow {
-                        bundle: c.bundle.clone(),
-                        path: c.path.clone(),
-                        old: old_hash,
-                        new: None,
-                    });
-                    hashes.push(None);
-                }
-            }
-        }
-        let renamed = view.model.settle();
-        for slot in renamed {
-            if touched.contains(&slot) {
-                continue;
-            }
-            if let Some(t) = store.terms_of(slot)? {
-                old_terms.entry(slot).or_insert(t);
-            }
-            let Some(e) = view.model.entry(slot) else {
-                continue;
-            };
-            let Some(bytes) = store.blob(&e.hash)? else {
-                continue;
-            };
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            if let Some(t) = view.terms(slot, &text) {
-                plan.reindex.push((slot, t));
-            }
-        }
-        for slot in &touched {
-            // A slot deleted and re-used in one batch is written as new.
-            plan.deletes.retain(|d| d != slot);
-            let Some(e) = view.model.entry(*slot) else {
-                continue;
-            };
-            let text = new_texts
-                .get(slot)
-                .cloned()
-                .unwrap_or_else(|| Arc::from(""));
-            let terms = if e.is_concept() {
-                view.terms(*slot, &text)
-            } else {
-                None
-            };
-            plan.upserts.push(NewDoc {
-                slot: *slot,
-                bundle: e.bundle.clone(),
-                path: e.path.clone(),
-                hash: e.hash.clone(),
-                compiled: e.compiled.clone(),
-                terms,
-            });
-        }
-        plan.snapshot = view.model.snapshot();
-        plan.concepts = view.model.concepts();
-        plan.bundles = view.model.bundles().iter().map(|s| s.to_string()).collect();
-        plan.created = time::format_millis(now);
-        let (head, info) = store.commit(self.head.as_ref(), &plan)?;
-        // Committed: bring the loaded postings and lengths along.
-        for (slot, t) in &old_terms {
-            view.index.remove(*slot, t);
-        }
-        for slot in &plan.deletes {
-            if !old_terms.contains_key(slot) {
-                view.index.forget(*slot);
-            }
-        }
-        for d in &plan.upserts {
-            if let Some(t) = &d.terms {
-                view.index.insert(d.slot, t);
-            }
-        }
-        for (slot, t) in &plan.reindex {
-            view.index.insert(*slot, t);
-        }
-        self.head = Some(head);
-        Ok(Committed {
-            snapshot: info.snapshot.clone(),
-            concepts: info.concepts,
-            bundles: info.bundles.clone(),
-            revision: Some(info),
-            hashes,
-        })
-    }
-}
-
 /// Checks the ids of one `get`: at least one, at most [`MAX_GET_IDS`].
 fn check_ids(ids: &[String]) -> Result<(), Error> {
     if ids.is_empty() {
@@ -1152,17 +808,18 @@ impl Knowledge {
         self.commit(changes, expected)
     }
 
-    fn with_store<R>(&self, f: impl FnOnce(&mut StoreKb) -> Result<R, Error>) -> Result<R, Error> {
-        let mut guard = self.lock();
-        match &mut *guard {
+    fn with_store<R>(
+        &self,
+        f: impl FnOnce(&mut SqliteStore, &Loaded) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        if let Some(sk) = &self.store {
+            return sk.exclusive(false, |store, st| f(store, st));
+        }
+        match &*self.lock() {
             Backend::Remote => Err(Error::Refused(
                 "gc and verify run where the store is: run them on the daemon's host with --data".into(),
             )),
-            Backend::Store(sk) => {
-                sk.refresh()?;
-                f(sk)
-            }
-            Backend::Folder(_) => Err(Error::Refused(
+            _ => Err(Error::Refused(
                 "this needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions".into(),
             )),
         }
@@ -1202,13 +859,7 @@ impl Knowledge {
                 Some(rev.to_string())
             }
         };
-        self.with_store(|sk| {
-            let Some(store) = sk.store.as_ref() else {
-                return Ok(RevisionPage {
-                    revisions: vec![],
-                    next: None,
-                });
-            };
+        self.with_store(|store, _| {
             let Some((revisions, more)) = store.history(before_rev.as_deref(), limit)? else {
                 return Err(Error::Conflict(
                     "history cursor expired or is not committed; restart history pagination".into(),
@@ -1238,16 +889,12 @@ impl Knowledge {
             )
             .into());
         }
-        let changes = self.with_store(|sk| {
+        let changes = self.with_store(|store, sk| {
             if sk.head.as_ref().map(|h| h.revision.as_str()) != Some(expected) {
                 return Err(Error::Conflict(
                     "database changed: re-read the revision and document hashes".into(),
                 ));
             }
-            let store = sk
-                .store
-                .as_ref()
-                .ok_or_else(|| Error::Refused("revision is not in retained committed history".into()))?;
             let Some(target) = store.state_at(revision)? else {
                 return Err(Error::Conflict(
                     "revision is not in retained committed history".into(),
@@ -1320,18 +967,12 @@ impl Knowledge {
         if keep == 0 {
             return Err(Error::Usage("--keep must be a positive integer".into()));
         }
-        self.with_store(|sk| match sk.store.as_mut() {
-            Some(s) => s.gc(keep),
-            None => Ok((0, 0)),
-        })
+        self.with_store(|store, _| store.gc(keep))
     }
 
     /// Re-checks every retained revision.
     pub fn verify(&self) -> Result<okfit_store::sqlite::Verified, Error> {
-        self.with_store(|sk| match sk.store.as_ref() {
-            Some(s) => s.verify(),
-            None => Err(Error::Refused("no store to verify".into())),
-        })
+        self.with_store(|store, _| store.verify())
     }
 
     /// The current head revision.
@@ -1339,6 +980,6 @@ impl Knowledge {
         if let Some(r) = &self.remote {
             return crate::remote::ops::head(r);
         }
-        self.with_store(|sk| Ok(sk.head.as_ref().map(|h| h.revision.clone())))
+        self.with_store(|_, st| Ok(st.head.as_ref().map(|h| h.revision.clone())))
     }
 }

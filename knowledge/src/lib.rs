@@ -10,6 +10,8 @@ pub mod live;
 pub mod options;
 pub mod project;
 pub mod remote;
+mod tenant;
+mod view;
 
 pub use kb::Knowledge;
 pub use options::GetOptions;

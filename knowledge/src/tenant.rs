@@ -1,0 +1,445 @@
+//! A store tenant's knowledge: one read model that every call shares, a
+//! pool of SQLite read connections, and one connection for commits.
+//!
+//! Reads take the model shared and read document texts and search postings
+//! through a connection of their own, so reads run side by side (WAL lets
+//! them run beside a commit made through another connection, too). Before
+//! each answer a read checks the head: when another connection or process
+//! committed since the model was loaded, the model catches up first.
+
+use crate::view::View;
+use okfit_core::kb::compile::Compiled;
+use okfit_core::kb::model::Entry;
+use okfit_core::kb::search::DocTerms;
+use okfit_core::time::{self, Instant};
+use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
+use okfit_store::error::Error;
+use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, SqliteStore, Storage};
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Most document texts a tenant keeps between calls.
+const TEXT_CACHE: usize = 256;
+
+/// Most idle read connections a tenant keeps open.
+const IDLE_READERS: usize = 4;
+
+/// The read model and the head it shows.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    pub(crate) view: Option<View>,
+    pub(crate) head: Option<Head>,
+}
+
+/// A store tenant behind one connection string.
+pub(crate) struct StoreKb {
+    root: PathBuf,
+    tenant: String,
+    /// The connection commits go through, one at a time (history, restore,
+    /// gc and verify use it too).
+    writer: Mutex<Option<SqliteStore>>,
+    /// Idle read connections.
+    readers: Mutex<Vec<SqliteStore>>,
+    /// The read model every call shares.
+    state: RwLock<Loaded>,
+    /// Recently read document texts by content hash (contents never
+    /// change under a hash).
+    texts: Mutex<HashMap<String, Arc<str>>>,
+}
+
+/// A read connection borrowed from the pool; it goes back when dropped.
+struct Borrowed<'a> {
+    pool: &'a Mutex<Vec<SqliteStore>>,
+    conn: Option<SqliteStore>,
+}
+
+impl Deref for Borrowed<'_> {
+    type Target = SqliteStore;
+    fn deref(&self) -> &SqliteStore {
+        // Present from creation until drop.
+        self.conn.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Borrowed<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            let mut idle = lock(self.pool);
+            if idle.len() < IDLE_READERS {
+                idle.push(c);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl StoreKb {
+    /// A tenant under `root`; nothing is opened until the first call.
+    pub(crate) fn new(root: PathBuf, tenant: String) -> StoreKb {
+        StoreKb {
+            root,
+            tenant,
+            writer: Mutex::new(None),
+            readers: Mutex::new(vec![]),
+            state: RwLock::new(Loaded::default()),
+            texts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn borrow(&self) -> Result<Borrowed<'_>, Error> {
+        let idle = lock(&self.readers).pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => SqliteStore::open(&self.root, &self.tenant, false)?,
+        };
+        Ok(Borrowed {
+            pool: &self.readers,
+            conn: Some(conn),
+        })
+    }
+
+    /// A document's text, from the cache or read through `conn`.
+    fn text(&self, conn: &SqliteStore, e: &Entry) -> Option<Arc<str>> {
+        if let Some(t) = lock(&self.texts).get(&e.hash) {
+            return Some(t.clone());
+        }
+        let bytes = conn.blob(&e.hash).ok()??;
+        let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
+        let mut texts = lock(&self.texts);
+        if texts.len() >= TEXT_CACHE {
+            texts.clear();
+        }
+        texts.insert(e.hash.clone(), t.clone());
+        Some(t)
+    }
+
+    /// Runs `f` over the current model (with the postings of `query`'s
+    /// words loaded) and a reader of document texts.
+    pub(crate) fn read<R>(
+        &self,
+        query: Option<&str>,
+        f: impl FnOnce(&View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let conn = self.borrow()?;
+        let head = conn.head()?;
+        {
+            let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+            if let Some(view) = st.view.as_ref().filter(|_| st.shows(&head)) {
+                if query.is_none_or(|q| view.index.missing_terms(q).is_empty()) {
+                    return f(view, &mut |e| self.text(&conn, e));
+                }
+            }
+        }
+        // Behind, or words not loaded yet: catch up alone, then answer
+        // before anyone else can move the model on.
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        st.catch_up(&conn, &self.tenant)?;
+        if let Some(q) = query {
+            st.load_terms(&conn, q)?;
+        }
+        let view = st
+            .view
+            .as_ref()
+            .ok_or_else(|| Error::Store("no view".into()))?;
+        f(view, &mut |e| self.text(&conn, e))
+    }
+
+    /// Runs `f` with the commit connection and the model to itself, the
+    /// model caught up first. `create` opens a missing tenant (a commit)
+    /// rather than refusing.
+    pub(crate) fn exclusive<R, E: From<Error>>(
+        &self,
+        create: bool,
+        f: impl FnOnce(&mut SqliteStore, &mut Loaded) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let mut writer = lock(&self.writer);
+        if writer.is_none() {
+            *writer = Some(SqliteStore::open(&self.root, &self.tenant, create)?);
+        }
+        let store = writer
+            .as_mut()
+            .ok_or_else(|| Error::Store("store not open".into()))?;
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        st.catch_up(store, &self.tenant)?;
+        f(store, &mut st)
+    }
+
+    /// The tenant's name.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+impl Loaded {
+    /// Whether the model shows `head` or a later revision.
+    fn shows(&self, head: &Option<Head>) -> bool {
+        match (&self.head, head) {
+            (Some(mine), Some(theirs)) => mine.seq >= theirs.seq,
+            (mine, theirs) => mine == theirs,
+        }
+    }
+
+    /// Loads the model once, then applies commits made elsewhere.
+    pub(crate) fn catch_up(&mut self, store: &SqliteStore, tenant: &str) -> Result<(), Error> {
+        if let Some(view) = self.view.as_mut() {
+            let head = store.head()?;
+            if head == self.head {
+                return Ok(());
+            }
+            let since = self.head.as_ref().map_or(0, |h| h.seq);
+            let (head, keys, rows) = store.changed_since(since)?;
+            for (b, p) in &keys {
+                if let Some((slot, _)) = view.model.remove(b, p) {
+                    view.index.forget(slot);
+                }
+            }
+            for r in rows {
+                let nav = r.compiled.nav;
+                let slot = view
+                    .model
+                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
+                if !nav {
+                    view.index.set_doc_len(slot, r.len);
+                }
+            }
+            // Concepts renamed by those commits were re-indexed there (the
+            // id is a searched field): read their new lengths too.
+            for slot in view.model.settle() {
+                if let Some(t) = store.terms_of(slot)? {
+                    view.index.set_doc_len(slot, t.len);
+                }
+            }
+            // Postings changed underneath: loaded ones are read again.
+            view.index.clear_terms();
+            self.head = head;
+            return Ok(());
+        }
+        let (head, rows) = store.load()?;
+        let mut view = View::new(tenant, false);
+        for r in rows {
+            let len = r.len;
+            let nav = r.compiled.nav;
+            let slot = view
+                .model
+                .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
+            if !nav {
+                view.index.set_doc_len(slot, len);
+            }
+        }
+        view.model.settle();
+        self.view = Some(view);
+        self.head = head;
+        Ok(())
+    }
+
+    /// Reads the postings of `query`'s words not in memory yet.
+    fn load_terms(&mut self, store: &SqliteStore, query: &str) -> Result<(), Error> {
+        let Some(view) = self.view.as_mut() else {
+            return Ok(());
+        };
+        for t in view.index.missing_terms(query) {
+            let p = store.postings(&t)?;
+            view.index.load_term(&t, p);
+        }
+        Ok(())
+    }
+}
+
+impl Loaded {
+    /// Commits `changes` through `store`, retrying from the new state when
+    /// another connection committed first (unless `expected` pins it).
+    pub(crate) fn commit(
+        &mut self,
+        store: &mut SqliteStore,
+        tenant: &str,
+        changes: &[Change],
+        compiled: Vec<Option<Compiled>>,
+        expected: Option<&str>,
+        now: Instant,
+    ) -> Result<Committed, CommitError> {
+        let mut last = None;
+        for _attempt in 0..8 {
+            self.catch_up(store, tenant)?;
+            match self.try_commit(store, changes, &compiled, expected, now) {
+                Err(CommitError::Other(Error::Conflict(m))) => {
+                    // Someone committed first: start again from their state.
+                    self.view = None;
+                    self.head = None;
+                    if expected.is_some() {
+                        return Err(Error::Conflict(m).into());
+                    }
+                    last = Some(m);
+                }
+                Err(e) => {
+                    if matches!(e, CommitError::Other(_)) {
+                        self.view = None;
+                        self.head = None;
+                    }
+                    return Err(e);
+                }
+                ok => return ok,
+            }
+        }
+        Err(Error::Conflict(last.unwrap_or_else(|| "database busy".into())).into())
+    }
+
+    fn try_commit(
+        &mut self,
+        store: &mut SqliteStore,
+        changes: &[Change],
+        compiled: &[Option<Compiled>],
+        expected: Option<&str>,
+        now: Instant,
+    ) -> Result<Committed, CommitError> {
+        let view = self
+            .view
+            .as_mut()
+            .ok_or_else(|| Error::Store("store not loaded".into()))?;
+        if let Some(exp) = expected {
+            if self.head.as_ref().map(|h| h.revision.as_str()) != Some(exp) {
+                return Err(Error::Conflict(
+                    "database changed: re-read the revision and document hashes".into(),
+                )
+                .into());
+            }
+        }
+        for (i, c) in changes.iter().enumerate() {
+            let cur = view
+                .model
+                .slot_of(&c.bundle, &c.path)
+                .and_then(|s| view.model.entry(s))
+                .map(|e| e.hash.as_str());
+            if let Err(failure) = check_precondition(c, cur) {
+                return Err(CommitError::Precondition { index: i, failure });
+            }
+        }
+        let mut plan = CommitPlan::default();
+        let mut hashes = vec![];
+        let mut touched: Vec<u32> = vec![];
+        let mut old_terms: HashMap<u32, DocTerms> = HashMap::new();
+        let mut new_texts: HashMap<u32, Arc<str>> = HashMap::new();
+        for (c, comp) in changes.iter().zip(compiled) {
+            let old_hash = view
+                .model
+                .slot_of(&c.bundle, &c.path)
+                .and_then(|s| view.model.entry(s))
+                .map(|e| e.hash.clone());
+            match (&c.content, comp) {
+                (Some(bytes), Some(comp)) => {
+                    let hash = sha256_hex(bytes);
+                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
+                        if let Some(t) = store.terms_of(s)? {
+                            old_terms.entry(s).or_insert(t);
+                        }
+                    }
+                    let (slot, _) = view.model.upsert(&c.bundle, &c.path, &hash, comp.clone());
+                    plan.blobs.push((hash.clone(), bytes.clone()));
+                    new_texts.insert(slot, Arc::from(String::from_utf8_lossy(bytes).into_owned()));
+                    touched.push(slot);
+                    plan.changes.push(ChangeRow {
+                        bundle: c.bundle.clone(),
+                        path: c.path.clone(),
+                        old: old_hash,
+                        new: Some(hash.clone()),
+                    });
+                    hashes.push(Some(hash));
+                }
+                _ => {
+                    if let Some(s) = view.model.slot_of(&c.bundle, &c.path) {
+                        if let Some(t) = store.terms_of(s)? {
+                            old_terms.entry(s).or_insert(t);
+                        }
+                    }
+                    if let Some((slot, _)) = view.model.remove(&c.bundle, &c.path) {
+                        plan.deletes.push(slot);
+                    }
+                    plan.changes.push(ChangeRow {
+                        bundle: c.bundle.clone(),
+                        path: c.path.clone(),
+                        old: old_hash,
+                        new: None,
+                    });
+                    hashes.push(None);
+                }
+            }
+        }
+        let renamed = view.model.settle();
+        for slot in renamed {
+            if touched.contains(&slot) {
+                continue;
+            }
+            if let Some(t) = store.terms_of(slot)? {
+                old_terms.entry(slot).or_insert(t);
+            }
+            let Some(e) = view.model.entry(slot) else {
+                continue;
+            };
+            let Some(bytes) = store.blob(&e.hash)? else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some(t) = view.terms(slot, &text) {
+                plan.reindex.push((slot, t));
+            }
+        }
+        for slot in &touched {
+            // A slot deleted and re-used in one batch is written as new.
+            plan.deletes.retain(|d| d != slot);
+            let Some(e) = view.model.entry(*slot) else {
+                continue;
+            };
+            let text = new_texts
+                .get(slot)
+                .cloned()
+                .unwrap_or_else(|| Arc::from(""));
+            let terms = if e.is_concept() {
+                view.terms(*slot, &text)
+            } else {
+                None
+            };
+            plan.upserts.push(NewDoc {
+                slot: *slot,
+                bundle: e.bundle.clone(),
+                path: e.path.clone(),
+                hash: e.hash.clone(),
+                compiled: e.compiled.clone(),
+                terms,
+            });
+        }
+        plan.snapshot = view.model.snapshot();
+        plan.concepts = view.model.concepts();
+        plan.bundles = view.model.bundles().iter().map(|s| s.to_string()).collect();
+        plan.created = time::format_millis(now);
+        let (head, info) = store.commit(self.head.as_ref(), &plan)?;
+        // Committed: bring the loaded postings and lengths along.
+        for (slot, t) in &old_terms {
+            view.index.remove(*slot, t);
+        }
+        for slot in &plan.deletes {
+            if !old_terms.contains_key(slot) {
+                view.index.forget(*slot);
+            }
+        }
+        for d in &plan.upserts {
+            if let Some(t) = &d.terms {
+                view.index.insert(d.slot, t);
+            }
+        }
+        for (slot, t) in &plan.reindex {
+            view.index.insert(*slot, t);
+        }
+        self.head = Some(head);
+        Ok(Committed {
+            snapshot: info.snapshot.clone(),
+            concepts: info.concepts,
+            bundles: info.bundles.clone(),
+            revision: Some(info),
+            hashes,
+        })
+    }
+}
