@@ -374,6 +374,7 @@ impl NativeConnection {
         tokio::task::spawn_blocking(move || okfit_tools::knowledge::call_checked(&kb, tool, &args))
             .await
             .map_err(err)?
+            .map(|answer| answer.map_err(|e| e.to_string()))
             .map_err(|m| Error::new(Status::InvalidArg, m))
     }
 

@@ -7,9 +7,10 @@ use okfit_core::kb::names;
 use okfit_core::kb::search;
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::{GetOptions, Knowledge};
-use okfit_store::change::{Change, CommitError, Pre};
+use okfit_store::change::{Change, Pre};
 use okfit_store::dsn::{self, Dsn};
 use okfit_store::error::Error;
+use okfit_tools::knowledge::commit_error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -167,20 +168,6 @@ fn out(text: &str) -> Result<(), Error> {
     o.write_all(text.as_bytes())
         .and_then(|_| o.flush())
         .map_err(|e| Error::Io(format!("cannot write output ({e})")))
-}
-
-fn commit_error(e: CommitError, changes: &[Change]) -> Error {
-    match e {
-        CommitError::Precondition { index, failure } => {
-            let c = &changes[index];
-            let mut m = format!("{}/{}: {}", c.bundle, c.path, failure.message);
-            if let Some(h) = failure.current {
-                m.push_str(&format!("\nretry with replaces: \"{h}\""));
-            }
-            Error::Refused(m)
-        }
-        CommitError::Other(e) => e,
-    }
 }
 
 /// Reads a bundle folder: `(path, bytes)` of every `.md` file, names
@@ -650,34 +637,30 @@ pub fn delete(a: DeleteArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
+/// Runs a catalogue tool and prints its answer as one line.
+fn tool_line(kb: &Knowledge, tool: &str, args: &serde_json::Value) -> Result<i32, Error> {
+    let answer = okfit_tools::knowledge::call(kb, tool, args)?;
+    out(&format!("{answer}\n"))?;
+    Ok(0)
+}
+
 /// `okfit transact`: one JSON line on stdout.
 pub fn transact(a: TransactArgs) -> Result<i32, Error> {
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
     let input = read_input(a.from.as_deref())?;
     let v: serde_json::Value = serde_json::from_slice(&input)
         .map_err(|e| Error::Refused(format!("the batch is not valid JSON ({e})")))?;
-    let batch = okfit_tools::args::Batch::from_json(&v)?;
-    let changes = batch.changes();
-    let expected = batch.expected_revision.as_deref();
-    let c = kb
-        .transact(changes.clone(), expected)
-        .map_err(|e| commit_error(e, &changes))?;
-    out(&format!(
-        "{}\n",
-        okfit_tools::knowledge::revision_json(&kb, &c, &changes)
-    ))?;
-    Ok(0)
+    tool_line(&kb, "transact", &v)
 }
 
 /// `okfit history`: one JSON line.
 pub fn history(a: HistoryArgs) -> Result<i32, Error> {
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
-    let page = kb.history(a.before.as_deref(), a.limit)?;
-    out(&format!(
-        "{}\n",
-        serde_json::to_string(&page).unwrap_or_default()
-    ))?;
-    Ok(0)
+    tool_line(
+        &kb,
+        "history",
+        &serde_json::json!({"before": a.before, "limit": a.limit}),
+    )
 }
 
 /// `okfit restore`: one JSON line.
@@ -688,12 +671,11 @@ pub fn restore(a: RestoreArgs) -> Result<i32, Error> {
         ));
     };
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
-    let c = kb.restore(rev, exp).map_err(|e| commit_error(e, &[]))?;
-    out(&format!(
-        "{}\n",
-        okfit_tools::knowledge::revision_json(&kb, &c, &[])
-    ))?;
-    Ok(0)
+    tool_line(
+        &kb,
+        "restore",
+        &serde_json::json!({"revision": rev, "expectedRevision": exp}),
+    )
 }
 
 /// `okfit gc`.

@@ -123,33 +123,34 @@ pub fn manifest_description(advice: Option<&str>) -> String {
     }
 }
 
-/// Runs a knowledge tool by name; `Err` is the text of an error result.
-pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, String> {
+/// Runs a knowledge tool by name, unchecked against its schema (the CLI,
+/// whose arguments are typed already, and the checked callers below).
+pub fn call(kb: &Knowledge, name: &str, args: &Value) -> Result<String, Error> {
     match crate::catalogue()
         .into_iter()
         .find(|d| d.name == name)
         .map(|d| d.run)
     {
         Some(Run::Knowledge(run)) => run(kb, args),
-        _ => Err(format!(
+        _ => Err(Error::Usage(format!(
             "tool not found: {}",
             okfit_store::error::truncate(name)
-        )),
+        ))),
     }
 }
 
-fn manifest(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn manifest(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: ManifestArgs = parse(args)?;
-    text(kb.manifest(a.bundle.as_deref()).map(|t| t.to_string()))
+    kb.manifest(a.bundle.as_deref()).map(|t| t.to_string())
 }
 
-fn search(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn search(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: SearchArgs = parse(args)?;
     let k = a.k.unwrap_or(search::DEFAULT_K as u64) as usize;
-    text(kb.search(&a.query, k, a.bundle.as_deref()))
+    kb.search(&a.query, k, a.bundle.as_deref())
 }
 
-fn get(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn get(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: GetArgs = parse(args)?;
     let limit = a
         .limit
@@ -162,46 +163,46 @@ fn get(kb: &Knowledge, args: &Value) -> Result<String, String> {
             find: a.find,
         },
     };
-    text(kb.get(&a.ids, &opts))
+    kb.get(&a.ids, &opts)
 }
 
-fn snapshot(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn snapshot(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let NoArgs {} = parse(args)?;
-    text(
-        kb.snapshot()
-            .map(|(s, n)| format!("snapshot {s}, {n} concepts")),
-    )
+    kb.snapshot()
+        .map(|(s, n)| format!("snapshot {s}, {n} concepts"))
 }
 
-fn text(r: Result<String, Error>) -> Result<String, String> {
-    r.map_err(|e| e.to_string())
-}
-
-/// The refusal text of a failed write: the reason, then the hash a retry
-/// needs when the document exists.
-pub fn refusal(kb: &Knowledge, e: CommitError, bundle: &str, path: &str) -> String {
+/// The refusal of a failed write: the reason, then the hash a retry
+/// needs when the document exists. The error keeps its kind.
+pub fn refusal(kb: &Knowledge, e: CommitError, bundle: &str, path: &str) -> Error {
     match e {
-        CommitError::Precondition { failure, .. } => match failure.current {
+        CommitError::Precondition { failure, .. } => Error::Refused(match failure.current {
             Some(h) => format!("{}\nretry with replaces: \"{h}\"", failure.message),
             None => failure.message,
-        },
+        }),
         CommitError::Other(e @ (Error::Conflict(_) | Error::Refused(_))) => {
             let current = kb.read_source(bundle, path).ok().flatten().map(|(_, h)| h);
             match current {
-                Some(h) => format!("{e}\nretry with replaces: \"{h}\""),
-                None => e.to_string(),
+                Some(h) => {
+                    let m = format!("{e}\nretry with replaces: \"{h}\"");
+                    match e {
+                        Error::Conflict(_) => Error::Conflict(m),
+                        _ => Error::Refused(m),
+                    }
+                }
+                None => e,
             }
         }
-        CommitError::Other(e) => e.to_string(),
+        CommitError::Other(e) => e,
     }
 }
 
-fn write(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn write(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: WriteArgs = parse(args)?;
     write_or_delete(kb, a.bundle, a.path, Some(a.content), a.replaces)
 }
 
-fn delete(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn delete(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: DeleteArgs = parse(args)?;
     write_or_delete(kb, a.bundle, a.path, None, a.replaces)
 }
@@ -212,7 +213,7 @@ fn write_or_delete(
     path: String,
     content: Option<String>,
     replaces: Option<String>,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let pre = match replaces {
         Some(h) => Pre::Hash(h),
         None => Pre::Create,
@@ -281,38 +282,44 @@ pub fn revision_json(
     .to_string()
 }
 
-fn transact(kb: &Knowledge, args: &Value) -> Result<String, String> {
-    let batch: Batch = parse(args)?;
+fn transact(kb: &Knowledge, args: &Value) -> Result<String, Error> {
+    let batch = Batch::from_json(args)?;
     let changes = batch.changes();
-    match kb.transact(changes.clone(), batch.expected_revision.as_deref()) {
-        Ok(c) => Ok(revision_json(kb, &c, &changes)),
-        Err(CommitError::Precondition { index, failure }) => {
-            let c = &changes[index];
-            let mut m = format!("{}/{}: {}", c.bundle, c.path, failure.message);
+    kb.transact(changes.clone(), batch.expected_revision.as_deref())
+        .map(|c| revision_json(kb, &c, &changes))
+        .map_err(|e| commit_error(e, &changes))
+}
+
+/// A failed commit as one error: a failed precondition names the document
+/// it failed on and the hash a retry needs.
+pub fn commit_error(e: CommitError, changes: &[Change]) -> Error {
+    match e {
+        CommitError::Precondition { index, failure } => {
+            let mut m = match changes.get(index) {
+                Some(c) => format!("{}/{}: {}", c.bundle, c.path, failure.message),
+                None => failure.message,
+            };
             if let Some(h) = failure.current {
                 m.push_str(&format!("\nretry with replaces: \"{h}\""));
             }
-            Err(m)
+            Error::Refused(m)
         }
-        Err(CommitError::Other(e)) => Err(e.to_string()),
+        CommitError::Other(e) => e,
     }
 }
 
-fn history(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn history(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: HistoryArgs = parse(args)?;
     let limit = a.limit.unwrap_or(20) as usize;
-    kb.history(a.before.as_deref(), limit)
-        .map(|p| serde_json::to_string(&p).unwrap_or_default())
-        .map_err(|e| e.to_string())
+    let page = kb.history(a.before.as_deref(), limit)?;
+    serde_json::to_string(&page).map_err(|e| Error::Store(format!("history page: {e}")))
 }
 
-fn restore(kb: &Knowledge, args: &Value) -> Result<String, String> {
+fn restore(kb: &Knowledge, args: &Value) -> Result<String, Error> {
     let a: RestoreArgs = parse(args)?;
-    match kb.restore(&a.revision, &a.expected_revision) {
-        Ok(c) => Ok(revision_json(kb, &c, &[])),
-        Err(CommitError::Precondition { failure, .. }) => Err(failure.message),
-        Err(CommitError::Other(e)) => Err(e.to_string()),
-    }
+    kb.restore(&a.revision, &a.expected_revision)
+        .map(|c| revision_json(kb, &c, &[]))
+        .map_err(|e| commit_error(e, &[]))
 }
 
 /// [`call`] for callers without an MCP server in front (the Node
@@ -322,7 +329,7 @@ pub fn call_checked(
     kb: &Knowledge,
     name: &str,
     args: &Value,
-) -> Result<Result<String, String>, String> {
+) -> Result<Result<String, Error>, String> {
     use std::sync::OnceLock;
     type Checks = Vec<(&'static str, Value, jsonschema::Validator)>;
     static CHECKS: OnceLock<Checks> = OnceLock::new();

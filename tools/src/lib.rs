@@ -35,9 +35,9 @@ pub enum Access {
 pub enum Run {
     /// A bundle tool: the project's live bundle in, JSON out.
     Bundle(fn(&mut Live, &Value) -> Result<Value, Refusal>),
-    /// A knowledge tool: a connection in, text out (`Err` is the text of
-    /// an error result).
-    Knowledge(fn(&Knowledge, &Value) -> Result<String, String>),
+    /// A knowledge tool: a connection in, text out; the error's kind says
+    /// how each surface answers (an MCP error result, an exit code).
+    Knowledge(fn(&Knowledge, &Value) -> Result<String, Error>),
 }
 
 /// One tool, defined once: every surface (the MCP server, Node's
@@ -67,6 +67,12 @@ pub struct ArgsError(String);
 impl From<ArgsError> for String {
     fn from(e: ArgsError) -> String {
         e.0
+    }
+}
+
+impl From<ArgsError> for Error {
+    fn from(e: ArgsError) -> Error {
+        Error::Usage(e.0)
     }
 }
 

@@ -185,7 +185,7 @@ impl Toolbox {
             Run::Knowledge(run) => match self.knowledge().map_err(|e| e.to_string()) {
                 Ok(kb) => match run(&kb, &args) {
                     Ok(text) => Outcome::Text(text),
-                    Err(m) => Outcome::Refused(m),
+                    Err(e) => Outcome::Refused(e.to_string()),
                 },
                 Err(m) => Outcome::Refused(m),
             },
