@@ -34,7 +34,7 @@ pub enum Access {
 #[derive(Clone, Copy)]
 pub enum Run {
     /// A bundle tool: the project's live bundle in, JSON out.
-    Bundle(fn(&mut Live, &Value) -> Result<Value, Refusal>),
+    Bundle(fn(&Live, &Value) -> Result<Value, Refusal>),
     /// A knowledge tool: a connection in, text out (`Err` is the text of
     /// an error result).
     Knowledge(fn(&Knowledge, &Value) -> Result<String, String>),
