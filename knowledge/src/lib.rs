@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+pub mod documents;
 pub mod kb;
 pub mod live;
 pub mod options;
