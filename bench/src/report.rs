@@ -512,6 +512,61 @@ fn daemon(out: &mut String, inputs: &Inputs) {
     );
 }
 
+fn reads_during_commits(out: &mut String, inputs: &Inputs) {
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Daemon reads during commits (`okfit serve` over HTTP)",
+        "reads-during-commits.json",
+    ) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "{} concepts of Zipf-distributed prose ({} MB), {} reader clients (search, get, manifest), {} s a phase; commits are back-to-back transactions of {} documents. Milliseconds.\n",
+        int(num(&v, "concepts")),
+        one(num(&v, "tenant_mb")),
+        int(num(&v, "readers")),
+        int(num(&v, "seconds")),
+        int(num(&v, "batch")),
+    );
+    out.push_str("| phase | reads p50 / p95 | reads p99 | reads/s | commits p50 / p95 | commits/s |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (label, key) in [
+        ("no writes", "baseline"),
+        ("during commits", "during_commits"),
+        ("commits alone", "commits_alone"),
+    ] {
+        let Some(p) = v.get(key) else { continue };
+        let reads = num(p, "reads").unwrap_or(0.0) > 0.0;
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} | {} | {} |",
+            if reads {
+                pair(p, "read_ms")
+            } else {
+                "–".into()
+            },
+            if reads {
+                ms(num(p, "read_ms.p99"))
+            } else {
+                "–".into()
+            },
+            if reads {
+                int(num(p, "reads_per_s"))
+            } else {
+                "–".into()
+            },
+            pair(p, "commit_ms"),
+            one(num(p, "commits_per_s")),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nDaemon peak RSS: {} MB.\n",
+        one(num(&v, "daemon_rss_mb"))
+    );
+}
+
 fn node(out: &mut String, inputs: &Inputs) {
     let Some(v) = section(out, inputs, "## Node package (`@okfit/mcp`)", "npx.json") else {
         return;
@@ -783,6 +838,7 @@ pub fn render(inputs: &Inputs) -> String {
     mcp(&mut out, inputs);
     store(&mut out, inputs);
     daemon(&mut out, inputs);
+    reads_during_commits(&mut out, inputs);
     node(&mut out, inputs);
     wasm(&mut out, inputs);
     tokens(&mut out, inputs);
@@ -833,6 +889,15 @@ mod tests {
             r#"{"reads":[{"concepts":20000,"open_first_search_ms":{"p50":75.7,"p95":80.1},"warm_search_ms":{"p50":0.25,"p95":0.4},"get_3_sections_ms":{"p50":0.02,"p95":0.03},"manifest_ms":{"p50":0.08,"p95":0.1},"peak_rss_mb":89}]}"#,
         )
         .unwrap();
+        std::fs::write(
+            dir.join("reads-during-commits.json"),
+            r#"{"concepts":2000,"tenant_mb":10.8,"readers":4,"seconds":10,"batch":25,
+                "baseline":{"reads":60410,"reads_per_s":6041,"read_ms":{"p50":0.568,"p95":1.418,"p99":2.172}},
+                "during_commits":{"reads":36170,"reads_per_s":3617,"read_ms":{"p50":0.748,"p95":3.842,"p99":6.447},"commit_ms":{"p50":77.2,"p95":124.8},"commits_per_s":12.7},
+                "commits_alone":{"reads":0,"commit_ms":{"p50":66.0,"p95":80.0},"commits_per_s":15.0},
+                "daemon_rss_mb":190.2}"#,
+        )
+        .unwrap();
         let text = render(&Inputs {
             machine: vec![("CPU".into(), "test".into())],
             steps: vec![Step {
@@ -865,5 +930,13 @@ mod tests {
             "## Validation: `okfit validate` and its peers\n\nNot measured in this run."
         ));
         assert!(text.contains("| 19,991 | 20,549 |"), "{text}");
+        assert!(
+            text.contains("| during commits | 0.748 / 3.84 | 6.45 | 3,617 | 77.2 / 125 | 12.7 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| commits alone | – | – | – | 66.0 / 80.0 | 15.0 |"),
+            "{text}"
+        );
     }
 }

@@ -416,6 +416,16 @@ fn main() -> ExitCode {
         run(
             &root,
             &mut steps,
+            "daemon reads during commits",
+            &[
+                bin("okfit-bench-reads-during-commits"),
+                s("--json"),
+                json("reads-during-commits.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
             "agent session",
             &[
                 bin("okfit-bench-session"),
