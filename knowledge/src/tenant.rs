@@ -26,6 +26,9 @@ const TEXT_CACHE: usize = 256;
 /// Most idle read connections a tenant keeps open.
 const IDLE_READERS: usize = 4;
 
+/// The page cache of each read connection, KiB.
+const READER_CACHE_KIB: u32 = 4096;
+
 /// The read model and the head it shows.
 #[derive(Default)]
 pub(crate) struct Loaded {
@@ -95,7 +98,11 @@ impl StoreKb {
         let idle = lock(&self.readers).pop();
         let conn = match idle {
             Some(c) => c,
-            None => SqliteStore::open(&self.root, &self.tenant, false)?,
+            None => {
+                let c = SqliteStore::open(&self.root, &self.tenant, false)?;
+                c.set_cache_kib(READER_CACHE_KIB)?;
+                c
+            }
         };
         Ok(Borrowed {
             pool: &self.readers,

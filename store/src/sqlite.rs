@@ -293,6 +293,15 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Caps this connection's page cache at `kib` KiB. A pool of read
+    /// connections keeps theirs small: the read model holds what they
+    /// read, and each connection's cache is memory of its own.
+    pub fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
+        self.conn
+            .pragma_update(None, "cache_size", -i64::from(kib))
+            .map_err(|e| store_err(&self.path, e))
+    }
+
     fn head_in(conn: &Connection) -> rusqlite::Result<Option<Head>> {
         conn.query_row(
             "SELECT seq, revision FROM revisions ORDER BY seq DESC LIMIT 1",
