@@ -10,6 +10,7 @@ pub mod live;
 pub mod options;
 pub mod project;
 pub mod remote;
+pub mod wire;
 
 pub use kb::Knowledge;
 pub use options::GetOptions;
