@@ -5,7 +5,7 @@
 
 use crate::reply::text;
 use crate::serve::Daemon;
-use axum::extract::{FromRequestParts, RawPathParams};
+use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -135,16 +135,16 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
         parts: &mut Parts,
         daemon: &Arc<Daemon>,
     ) -> Result<Caller, Response> {
-        // The raw segment, decoded as before typed routes: invalid UTF-8
-        // becomes U+FFFD and the name check below refuses it.
-        let path_tenant = RawPathParams::from_request_parts(parts, daemon)
+        // The tenant form's second segment, decoded once and lossily as
+        // before typed routes (invalid UTF-8 becomes U+FFFD, which the
+        // name check below refuses); axum's own decoding would reject it.
+        let tenant_form = MatchedPath::from_request_parts(parts, daemon)
             .await
-            .ok()
-            .and_then(|p| {
-                p.iter()
-                    .find(|(k, _)| *k == "tenant")
-                    .map(|(_, v)| decode(v))
-            });
+            .is_ok_and(|m| m.as_str().starts_with("/v1/{tenant}/"));
+        let path_tenant = tenant_form
+            .then(|| parts.uri.path().split('/').filter(|s| !s.is_empty()).nth(1))
+            .flatten()
+            .map(decode);
         let (tenant, may_write) = if daemon.token_count() == 0 {
             match path_tenant {
                 Some(t) => (t, true),

@@ -255,6 +255,14 @@ async fn empty_segments_are_dropped_and_unknown_paths_have_no_route() {
         let a = send(&f.open, "GET", uri, None, b"").await;
         expect(&a, 404, "no such route");
     }
+    // The tenant segment is decoded once, lossily, and then checked.
+    let a = send(&f.open, "GET", "/v1/%61cme/snapshot", None, b"").await;
+    expect(&a, 200, &plain.body);
+    let a = send(&f.open, "GET", "/v1/%2561cme/snapshot", None, b"").await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{a:?}");
+    let a = send(&f.open, "GET", "/v1/%FF/snapshot", None, b"").await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST, "{a:?}");
+    assert!(a.body.starts_with("invalid tenant id"), "{a:?}");
     // A tenant named like a verb still takes the tenant form.
     let a = send(&f.open, "GET", "/v1/source/snapshot", None, b"").await;
     assert!(a.body.starts_with("no tenant \"source\""), "{a:?}");
