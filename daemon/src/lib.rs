@@ -4,5 +4,9 @@
 
 #![warn(missing_docs)]
 
+mod auth;
+mod body;
+mod reply;
+mod routes;
 pub mod serve;
 pub mod sources;

@@ -13,6 +13,7 @@ pub mod project;
 pub mod remote;
 mod tenant;
 mod view;
+pub mod wire;
 
 pub use kb::Knowledge;
 pub use options::GetOptions;

@@ -1,13 +1,25 @@
-//! The client side of `okfit serve`: a small blocking HTTP/1.1 client over
-//! a unix socket, TCP or TLS (rustls; responses parsed by httparse), with
-//! one kept-alive connection and the manifest cached by its ETag.
+//! The client side of `okfit serve`: blocking HTTP/1.1 through `ureq` over
+//! a unix socket, TCP or TLS (rustls with ring), with kept-alive
+//! connections reused by the agent and the manifest cached by its ETag.
+//! Requests and answers are the types of [`crate::wire`].
+//!
+//! `ureq` is synchronous, so the MCP server may call it from an async
+//! worker without a nested runtime. The unix socket is reached through
+//! ureq's `unversioned` transport API (see the `transport` module), which
+//! is outside ureq's semver promise: the dependency is pinned to `~3.5`
+//! for that reason.
 
 use okfit_store::error::{Error, Kind};
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use transport::{Dial, Lookup, Unreachable};
+use ureq::unversioned::transport::{Connector, RustlsConnector};
+
+mod transport;
 
 /// Where the daemon is.
 #[derive(Clone, Debug)]
@@ -25,39 +37,14 @@ pub enum Target {
     },
 }
 
-enum Stream {
-    #[cfg(unix)]
-    Unix(std::os::unix::net::UnixStream),
-    Tcp(std::net::TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>>),
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+impl fmt::Display for Target {
+    /// The socket's path, or the origin (`https://host:port`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            #[cfg(unix)]
-            Stream::Unix(s) => s.flush(),
-            Stream::Tcp(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
+            Target::Unix(p) => write!(f, "{}", p.display()),
+            Target::Tcp { host, port, tls } => {
+                write!(f, "{}://{host}:{port}", if *tls { "https" } else { "http" })
+            }
         }
     }
 }
@@ -93,19 +80,18 @@ pub struct Remote {
     target: Target,
     tenant: Option<String>,
     token: Option<String>,
-    conn: Mutex<Option<Stream>>,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    agent: ureq::Agent,
+    /// `http://okfit` on a unix socket, else the target's origin.
+    origin: String,
     manifests: Mutex<HashMap<String, (String, Arc<str>)>>,
 }
 
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+/// The roots a TLS connection trusts: the platform's, and the PEM file in
+/// `OKFIT_TLS_CA` (a private CA, a test certificate).
+fn tls_roots() -> Result<Vec<ureq::tls::Certificate<'static>>, Error> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(c);
-    }
-    // OKFIT_TLS_CA: a PEM file of extra roots (a private CA, a test cert).
+    let mut roots: Vec<CertificateDer<'static>> = rustls_native_certs::load_native_certs().certs;
     if let Some(ca) = std::env::var_os("OKFIT_TLS_CA").filter(|v| !v.is_empty()) {
         let certs = CertificateDer::pem_file_iter(&ca).map_err(|e| {
             Error::Usage(format!(
@@ -113,19 +99,49 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
                 PathBuf::from(&ca).display()
             ))
         })?;
+        // Each one must make a trust anchor, as the platform's may not.
+        let mut check = rustls::RootCertStore::empty();
         for c in certs.flatten() {
-            roots
-                .add(c)
+            check
+                .add(c.clone())
                 .map_err(|e| Error::Usage(format!("OKFIT_TLS_CA: {e}")))?;
+            roots.push(c);
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Usage(format!("tls: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(cfg))
+    Ok(roots
+        .iter()
+        .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
+        .collect())
+}
+
+/// The agent for `target`: statuses are answers, not errors; no proxy
+/// from the environment, no redirects; TLS through rustls with ring.
+fn agent(target: &Target) -> Result<ureq::Agent, Error> {
+    let mut config = ureq::config::Config::builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .max_redirects(0)
+        .max_idle_connections(1)
+        .max_idle_connections_per_host(1)
+        .no_delay(true);
+    if let Target::Tcp { tls: true, .. } = target {
+        let tls = ureq::tls::TlsConfig::builder()
+            .provider(ureq::tls::TlsProvider::Rustls)
+            .root_certs(ureq::tls::RootCerts::Specific(Arc::new(tls_roots()?)))
+            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .build();
+        config = config.tls_config(tls);
+    }
+    let dial = Dial {
+        target: target.clone(),
+    };
+    Ok(ureq::Agent::with_parts(
+        config.build(),
+        dial.chain(RustlsConnector::default()),
+        Lookup {
+            target: target.clone(),
+        },
+    ))
 }
 
 fn enc(s: &str) -> String {
@@ -139,65 +155,60 @@ impl Remote {
         tenant: Option<String>,
         token: Option<String>,
     ) -> Result<Remote, Error> {
-        let tls = match &target {
-            Target::Tcp { tls: true, .. } => Some(tls_config()?),
-            _ => None,
+        let origin = match &target {
+            Target::Unix(_) => "http://okfit".to_string(),
+            Target::Tcp { host, port, tls } => {
+                let host = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host.clone()
+                };
+                format!("{}://{host}:{port}", if *tls { "https" } else { "http" })
+            }
         };
         Ok(Remote {
+            agent: agent(&target)?,
             target,
             tenant,
             token,
-            conn: Mutex::new(None),
-            tls,
+            origin,
             manifests: Mutex::new(HashMap::new()),
         })
     }
 
-    fn describe(&self) -> String {
-        match &self.target {
-            Target::Unix(p) => p.display().to_string(),
-            Target::Tcp { host, port, tls } => {
-                format!("{}://{host}:{port}", if *tls { "https" } else { "http" })
+    /// The error a failed exchange becomes, naming the daemon.
+    fn failure(&self, e: ureq::Error) -> Error {
+        let at = &self.target;
+        match e {
+            ureq::Error::Other(inner) => match inner.downcast::<Unreachable>() {
+                Ok(u) => Error::Io(format!(
+                    "cannot reach okfit serve at {at} ({}); is it running?",
+                    u.0
+                )),
+                Err(other) => Error::Io(format!(
+                    "okfit serve at {at} closed the connection ({other})"
+                )),
+            },
+            ureq::Error::Io(io)
+                if io
+                    .get_ref()
+                    .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some()) =>
+            {
+                Error::Io(format!("tls with {at}: {io}"))
             }
+            ureq::Error::Rustls(t) => Error::Io(format!("tls with {at}: {t}")),
+            ureq::Error::Tls(t) => Error::Io(format!("tls with {at}: {t}")),
+            ureq::Error::Io(io) => {
+                Error::Io(format!("okfit serve at {at} closed the connection ({io})"))
+            }
+            other => Error::Io(format!(
+                "okfit serve at {at} closed the connection ({other})"
+            )),
         }
     }
 
-    fn connect(&self) -> Result<Stream, Error> {
-        let fail = |e: std::io::Error| {
-            Error::Io(format!(
-                "cannot reach okfit serve at {} ({e}); is it running?",
-                self.describe()
-            ))
-        };
-        match &self.target {
-            #[cfg(unix)]
-            Target::Unix(p) => Ok(Stream::Unix(
-                std::os::unix::net::UnixStream::connect(p).map_err(fail)?,
-            )),
-            #[cfg(not(unix))]
-            Target::Unix(_) => Err(Error::Usage(
-                "unix sockets are not available here: connect with okf+http://127.0.0.1:PORT?token=...".into(),
-            )),
-            Target::Tcp { host, port, tls } => {
-                let s = std::net::TcpStream::connect((host.as_str(), *port)).map_err(fail)?;
-                let _ = s.set_nodelay(true);
-                if !tls {
-                    return Ok(Stream::Tcp(s));
-                }
-                let cfg = self
-                    .tls
-                    .clone()
-                    .ok_or_else(|| Error::Usage("tls is not configured".into()))?;
-                let name = rustls::pki_types::ServerName::try_from(host.clone())
-                    .map_err(|e| Error::Usage(format!("{host}: not a server name for tls ({e})")))?;
-                let c = rustls::ClientConnection::new(cfg, name)
-                    .map_err(|e| Error::Io(format!("tls: {e}")))?;
-                Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(c, s))))
-            }
-        }
-    }
-
-    /// Sends one request to `/v1[/{tenant}]/{path}`.
+    /// Sends one request to `/v1[/{tenant}]/{path}`; every status is an
+    /// answer.
     pub fn request(
         &self,
         method: &str,
@@ -205,79 +216,56 @@ impl Remote {
         headers: &[(&str, String)],
         body: &[u8],
     ) -> Result<Reply, Error> {
-        let full = match &self.tenant {
-            Some(t) => format!("/v1/{}/{path}", enc(t)),
-            None => format!("/v1/{path}"),
+        #[cfg(not(unix))]
+        if let Target::Unix(_) = self.target {
+            return Err(Error::Usage(
+                "unix sockets are not available here: connect with okf+http://127.0.0.1:PORT?token=...".into(),
+            ));
+        }
+        let uri = match &self.tenant {
+            Some(t) => format!("{}/v1/{}/{path}", self.origin, enc(t)),
+            None => format!("{}/v1/{path}", self.origin),
         };
-        let host = match &self.target {
-            Target::Unix(_) => "okfit".to_string(),
-            Target::Tcp { host, port, .. } => format!("{host}:{port}"),
-        };
-        let mut head = format!(
-            "{method} {full} HTTP/1.1\r\nhost: {host}\r\ncontent-length: {}\r\n",
-            body.len()
-        );
+        let mut req = ureq::http::Request::builder().method(method).uri(&uri);
         if let Some(t) = &self.token {
-            head.push_str(&format!("authorization: Bearer {t}\r\n"));
+            req = req.header("authorization", format!("Bearer {t}"));
         }
         if !body.is_empty() {
-            head.push_str("content-type: application/json\r\n");
+            req = req.header("content-type", "application/json");
         }
         for (k, v) in headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
+            req = req.header(*k, v.as_str());
         }
-        head.push_str("\r\n");
-        // One write: head and body leave together.
-        let mut message = head.into_bytes();
-        message.extend_from_slice(body);
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        // A kept-alive connection the server closed fails at once: retry
-        // once on a fresh one.
-        for attempt in 0..2 {
-            let fresh = guard.is_none();
-            if fresh {
-                *guard = Some(self.connect()?);
-            }
-            let Some(stream) = guard.as_mut() else {
-                continue;
-            };
-            let sent = stream.write_all(&message).and_then(|_| stream.flush());
-            let r = match sent {
-                Ok(()) => read_reply(stream, method == "HEAD"),
-                Err(e) => Err(e),
-            };
-            match r {
-                Ok((reply, keep)) => {
-                    if !keep {
-                        *guard = None;
-                    }
-                    return Ok(reply);
-                }
-                Err(e) => {
-                    *guard = None;
-                    if fresh || attempt == 1 {
-                        let tls = e
-                            .get_ref()
-                            .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
-                        return Err(Error::Io(if tls {
-                            format!("tls with {}: {e}", self.describe())
-                        } else {
-                            format!(
-                                "okfit serve at {} closed the connection ({e})",
-                                self.describe()
-                            )
-                        }));
-                    }
-                }
-            }
-        }
-        Err(Error::Io(format!(
-            "okfit serve at {} did not answer",
-            self.describe()
-        )))
+        let req = req
+            .body(body)
+            .map_err(|e| Error::Usage(format!("cannot send {method} {uri} ({e})")))?;
+        let reply = self.agent.run(req).map_err(|e| self.failure(e))?;
+        let status = reply.status().as_u16();
+        let headers = reply
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).trim().to_string(),
+                )
+            })
+            .collect();
+        // Answers are as large as the store's documents: no cap here.
+        let body = reply
+            .into_body()
+            .into_with_config()
+            .limit(u64::MAX)
+            .read_to_vec()
+            .map_err(|e| self.failure(e))?;
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
     }
 
-    /// A request whose non-2xx answers become errors naming the status.
+    /// A request whose non-2xx answers (but 304) become errors.
     pub fn call(
         &self,
         method: &str,
@@ -295,10 +283,10 @@ impl Remote {
     /// The manifest, revalidated by ETag.
     pub fn manifest(&self, bundle: Option<&str>) -> Result<Arc<str>, Error> {
         let key = bundle.unwrap_or("").to_string();
-        let path = match bundle {
-            Some(b) => format!("manifest?bundle={}", enc(b)),
-            None => "manifest".into(),
+        let query = crate::wire::ManifestQuery {
+            bundle: bundle.map(str::to_string),
         };
+        let path = with_query("manifest", &query);
         let cached = self
             .manifests
             .lock()
@@ -325,24 +313,20 @@ impl Remote {
         Ok(text)
     }
 
-    /// POSTs JSON and parses the JSON answer.
-    pub fn post_json(&self, path: &str, v: &Value) -> Result<Value, Error> {
-        let r = self.call("POST", path, &[], v.to_string().as_bytes())?;
-        serde_json::from_slice(&r.body).map_err(|e| {
-            Error::Io(format!(
-                "okfit serve answered {path} with invalid JSON ({e})"
-            ))
-        })
+    /// POSTs `body` as JSON and reads the JSON answer.
+    pub fn post_json<B: Serialize, A: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<A, Error> {
+        let r = self.call("POST", path, &[], &to_json(body)?)?;
+        decode(path, &r.body)
     }
 
-    /// GETs JSON.
-    pub fn get_json(&self, path: &str) -> Result<Value, Error> {
+    /// GETs a JSON answer.
+    pub fn get_json<A: DeserializeOwned>(&self, path: &str) -> Result<A, Error> {
         let r = self.call("GET", path, &[], b"")?;
-        serde_json::from_slice(&r.body).map_err(|e| {
-            Error::Io(format!(
-                "okfit serve answered {path} with invalid JSON ({e})"
-            ))
-        })
+        decode(path, &r.body)
     }
 
     /// Percent-encodes one path segment.
@@ -351,17 +335,38 @@ impl Remote {
     }
 }
 
+/// `path?query`, or `path` alone when the query is empty.
+fn with_query<Q: Serialize>(path: &str, query: &Q) -> String {
+    match serde_urlencoded::to_string(query) {
+        Ok(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path.to_string(),
+    }
+}
+
+/// A request body's JSON.
+fn to_json<B: Serialize>(body: &B) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(body).map_err(|e| Error::Usage(format!("cannot write a request ({e})")))
+}
+
+/// An answer's JSON as `A`.
+fn decode<A: DeserializeOwned>(path: &str, body: &[u8]) -> Result<A, Error> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::Io(format!(
+            "okfit serve answered {path} with invalid JSON ({e})"
+        ))
+    })
+}
+
 /// The error for a non-2xx answer: conflicts keep their kind, refusals
 /// their message, anything else names the status.
 pub fn status_error(r: &Reply) -> Error {
     let body = r.text();
-    if let Ok(v) = serde_json::from_str::<Value>(&body) {
-        if let Some(m) = v.get("message").and_then(Value::as_str) {
-            return match v.get("code").and_then(Value::as_str) {
-                Some("CONFLICT") => Error::Conflict(m.to_string()),
-                _ => Error::Refused(m.to_string()),
-            };
-        }
+    if let Ok(e) = serde_json::from_str::<crate::wire::ErrorBody>(&body) {
+        return if e.code == crate::wire::CONFLICT {
+            Error::Conflict(e.message)
+        } else {
+            Error::Refused(e.message)
+        };
     }
     // The daemon names the kind of its errors in a header of their own.
     if let Some(kind) = r.header("okfit-error").and_then(Kind::from_wire) {
@@ -373,158 +378,28 @@ pub fn status_error(r: &Reply) -> Error {
     }
 }
 
-/// Reads one response; also says whether the connection stays open.
-fn read_reply(s: &mut Stream, head_only: bool) -> std::io::Result<(Reply, bool)> {
-    let mut buf: Vec<u8> = Vec::with_capacity(8192);
-    let mut chunk = [0u8; 16384];
-    let (status, headers, body_start) = loop {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "connection closed before a response",
-            ));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let mut hs = [httparse::EMPTY_HEADER; 32];
-        let mut resp = httparse::Response::new(&mut hs);
-        match resp.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let headers: Vec<(String, String)> = resp
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_ascii_lowercase(),
-                            String::from_utf8_lossy(h.value).trim().to_string(),
-                        )
-                    })
-                    .collect();
-                break (resp.code.unwrap_or(0), headers, len);
-            }
-            Ok(httparse::Status::Partial) => {
-                if buf.len() > 1 << 20 {
-                    return Err(std::io::Error::other("response headers too large"));
-                }
-            }
-            Err(e) => return Err(std::io::Error::other(format!("bad response: {e}"))),
-        }
-    };
-    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
-    let keep = !get("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
-    let mut body = buf.split_off(body_start);
-    if head_only || status == 304 || status == 204 || (100..200).contains(&status) {
-        return Ok((
-            Reply {
-                status,
-                headers,
-                body: vec![],
-            },
-            keep,
-        ));
-    }
-    if let Some(len) = get("content-length").and_then(|l| l.parse::<usize>().ok()) {
-        while body.len() < len {
-            let n = s.read(&mut chunk)?;
-            if n == 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "connection closed inside a response",
-                ));
-            }
-            body.extend_from_slice(&chunk[..n]);
-        }
-        body.truncate(len);
-        return Ok((
-            Reply {
-                status,
-                headers,
-                body,
-            },
-            keep,
-        ));
-    }
-    if get("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
-        let mut out = vec![];
-        let mut raw = body;
-        loop {
-            // Need a full size line.
-            let pos = loop {
-                if let Some(p) = raw.windows(2).position(|w| w == b"\r\n") {
-                    break p;
-                }
-                let n = s.read(&mut chunk)?;
-                if n == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "connection closed inside a chunk",
-                    ));
-                }
-                raw.extend_from_slice(&chunk[..n]);
-            };
-            let line = String::from_utf8_lossy(&raw[..pos]).to_string();
-            let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
-                .map_err(|_| std::io::Error::other("bad chunk size"))?;
-            raw.drain(..pos + 2);
-            while raw.len() < size + 2 {
-                let n = s.read(&mut chunk)?;
-                if n == 0 {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        "connection closed inside a chunk",
-                    ));
-                }
-                raw.extend_from_slice(&chunk[..n]);
-            }
-            if size == 0 {
-                break;
-            }
-            out.extend_from_slice(&raw[..size]);
-            raw.drain(..size + 2);
-        }
-        return Ok((
-            Reply {
-                status,
-                headers,
-                body: out,
-            },
-            keep,
-        ));
-    }
-    // No length: the body runs to the end of the connection.
-    s.read_to_end(&mut body)?;
-    Ok((
-        Reply {
-            status,
-            headers,
-            body,
-        },
-        false,
-    ))
-}
-
 /// The knowledge operations over a daemon: the same results as the
 /// embedded store gives.
 pub mod ops {
-    use super::{status_error, Remote};
+    use super::{status_error, to_json, with_query, Remote, Reply};
     use crate::options::GetOptions;
+    use crate::wire::{
+        Batch, BatchChange, DiagnosticsAnswer, DiagnosticsRequest, ErrorBody, GetAnswer,
+        GetRequest, HistoryQuery, Operation, RestoreRequest, RevisionAnswer, SearchRequest,
+        SnapshotAnswer, SourceEntry, SyncRequest, PRECONDITION,
+    };
     use okfit_core::kb::model::Fetched;
-    use okfit_core::kb::slice::Slice;
     use okfit_store::change::{
         sha256_hex, Change, CommitError, Committed, Pre, Precondition, RevisionPage,
     };
     use okfit_store::error::Error;
     use okfit_store::sqlite::RevisionInfo;
-    use serde_json::{json, Value};
     use std::collections::HashMap;
 
     /// `snapshot`.
     pub fn snapshot(r: &Remote) -> Result<(String, usize), Error> {
-        let v = r.get_json("snapshot")?;
-        Ok((
-            v["snapshot"].as_str().unwrap_or_default().to_string(),
-            v["concepts"].as_u64().unwrap_or(0) as usize,
-        ))
+        let a: SnapshotAnswer = r.get_json("snapshot")?;
+        Ok((a.snapshot, a.concepts))
     }
 
     /// `search`.
@@ -535,30 +410,19 @@ pub mod ops {
         bundle: Option<&str>,
         expand: bool,
     ) -> Result<String, Error> {
-        let mut body = json!({"q": q, "k": k, "expand": expand});
-        if let Some(b) = bundle {
-            body["bundle"] = json!(b);
-        }
-        Ok(r.call("POST", "search", &[], body.to_string().as_bytes())?
-            .text())
+        let body = SearchRequest {
+            q: q.to_string(),
+            k: Some(k as u64),
+            expand: Some(expand),
+            bundle: bundle.map(str::to_string),
+        };
+        Ok(r.call("POST", "search", &[], &to_json(&body)?)?.text())
     }
 
     /// `get`, structured.
     pub fn get(r: &Remote, ids: &[String], opts: &GetOptions) -> Result<Fetched, Error> {
-        let mut body = json!({"ids": ids});
-        if let Some(s) = &opts.section {
-            body["section"] = json!(s);
-        }
-        if let Some(o) = opts.slice.offset {
-            body["offset"] = json!(o);
-        }
-        if let Some(l) = opts.slice.limit {
-            body["limit"] = json!(l);
-        }
-        if let Some(f) = &opts.slice.find {
-            body["find"] = json!(f);
-        }
-        let v = r.post_json("get", &body)?;
+        let answer: GetAnswer = r.post_json("get", &GetRequest::new(ids, opts))?;
+        let mut by_id: HashMap<String, _> = answer.0.into_iter().collect();
         let mut found = vec![];
         let mut missing = vec![];
         let mut seen = std::collections::HashSet::new();
@@ -566,26 +430,8 @@ pub mod ops {
             if !seen.insert(id.as_str()) {
                 continue;
             }
-            match v.get(id) {
-                Some(o) => found.push((
-                    id.clone(),
-                    Slice {
-                        text: o["text"].as_str().unwrap_or_default().to_string(),
-                        start: o["start"].as_u64().unwrap_or(0) as usize,
-                        end: o["end"].as_u64().unwrap_or(0) as usize,
-                        total: o["total"].as_u64().unwrap_or(0) as usize,
-                        matches: o.get("matches").and_then(Value::as_array).map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_u64)
-                                .map(|x| x as usize)
-                                .collect()
-                        }),
-                        match_count: o
-                            .get("matchCount")
-                            .and_then(Value::as_u64)
-                            .map(|x| x as usize),
-                    },
-                )),
+            match by_id.remove(id) {
+                Some(s) => found.push((id.clone(), s.into())),
                 None => missing.push(id.clone()),
             }
         }
@@ -594,20 +440,11 @@ pub mod ops {
 
     /// Every document `(bundle, path, hash)`.
     pub fn list_sources(r: &Remote) -> Result<Vec<(String, String, String)>, Error> {
-        let v = r.get_json("source")?;
-        Ok(v.as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|d| {
-                        (
-                            d["bundle"].as_str().unwrap_or_default().to_string(),
-                            d["path"].as_str().unwrap_or_default().to_string(),
-                            d["hash"].as_str().unwrap_or_default().to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
+        let list: Vec<SourceEntry> = r.get_json("source")?;
+        Ok(list
+            .into_iter()
+            .map(|d| (d.bundle, d.path, d.hash))
+            .collect())
     }
 
     fn source_path(bundle: &str, path: &str) -> String {
@@ -646,38 +483,39 @@ pub mod ops {
         path: &str,
         text: &str,
     ) -> Result<Vec<okfit_store::change::Finding>, Error> {
-        let v = r.post_json(
-            "diagnostics",
-            &json!({"bundle": bundle, "path": path, "content": text}),
-        )?;
-        serde_json::from_value(v["findings"].clone())
-            .map_err(|e| Error::Io(format!("okfit serve sent findings okfit cannot read ({e})")))
+        let body = DiagnosticsRequest {
+            bundle: bundle.to_string(),
+            path: path.to_string(),
+            content: text.to_string(),
+        };
+        let reply = r.call("POST", "diagnostics", &[], &to_json(&body)?)?;
+        serde_json::from_slice::<DiagnosticsAnswer>(&reply.body)
+            .map(|a| a.findings)
+            .map_err(|e| match e.classify() {
+                serde_json::error::Category::Data => {
+                    Error::Io(format!("okfit serve sent findings okfit cannot read ({e})"))
+                }
+                _ => Error::Io(format!(
+                    "okfit serve answered diagnostics with invalid JSON ({e})"
+                )),
+            })
     }
 
-    fn committed(v: &Value, changes: &[Change]) -> Committed {
-        let bundles: Vec<String> = v["bundles"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let snapshot = v["snapshot"].as_str().unwrap_or_default().to_string();
-        let concepts = v["concepts"].as_u64().unwrap_or(0) as usize;
+    /// A commit's answer as the store's [`Committed`]; the hashes are
+    /// those of the contents sent.
+    fn committed(a: RevisionAnswer, changes: &[Change]) -> Committed {
         Committed {
-            revision: v["revision"].as_str().map(|rev| RevisionInfo {
-                revision: rev.to_string(),
+            revision: a.revision.map(|rev| RevisionInfo {
+                revision: rev,
                 parent: None,
-                snapshot: snapshot.clone(),
+                snapshot: a.snapshot.clone(),
                 created: String::new(),
-                concepts,
-                bundles: bundles.clone(),
+                concepts: a.concepts,
+                bundles: a.bundles.clone(),
             }),
-            snapshot,
-            concepts,
-            bundles,
+            snapshot: a.snapshot,
+            concepts: a.concepts,
+            bundles: a.bundles,
             hashes: changes
                 .iter()
                 .map(|c| c.content.as_deref().map(sha256_hex))
@@ -685,14 +523,15 @@ pub mod ops {
         }
     }
 
-    fn commit_failure(reply: &super::Reply) -> CommitError {
-        if let Ok(v) = serde_json::from_slice::<Value>(&reply.body) {
-            if v["code"] == "PRECONDITION" {
+    /// A refused commit: a failed precondition names its change.
+    fn commit_failure(reply: &Reply) -> CommitError {
+        if let Ok(e) = serde_json::from_slice::<ErrorBody>(&reply.body) {
+            if let (true, Some(c)) = (e.code == PRECONDITION, &e.change) {
                 return CommitError::Precondition {
-                    index: v["index"].as_u64().unwrap_or(0) as usize,
+                    index: c.index,
                     failure: Precondition {
-                        message: v["message"].as_str().unwrap_or_default().to_string(),
-                        current: v["current"].as_str().map(str::to_string),
+                        message: e.message,
+                        current: c.current.clone(),
                     },
                 };
             }
@@ -726,105 +565,225 @@ pub mod ops {
         };
         let mut items = vec![];
         for (i, c) in changes.iter().enumerate() {
-            let mut o = json!({"bundle": c.bundle, "path": c.path});
-            match (&c.content, &c.pre) {
+            let (operation, content, replaces) = match (&c.content, &c.pre) {
                 (Some(bytes), pre) => {
-                    o["operation"] = json!("write");
-                    o["content"] = json!(String::from_utf8_lossy(bytes));
-                    match pre {
-                        Pre::Hash(h) => o["replaces"] = json!(h),
-                        Pre::Any => {
-                            if let Some(h) = lookup(&c.bundle, &c.path)? {
-                                o["replaces"] = json!(h);
-                            }
-                        }
-                        Pre::Create => {}
+                    let replaces = match pre {
+                        Pre::Hash(h) => Some(h.clone()),
+                        Pre::Any => lookup(&c.bundle, &c.path)?,
+                        Pre::Create => None,
+                    };
+                    let text = String::from_utf8_lossy(bytes).into_owned();
+                    (Operation::Write, Some(text), replaces)
+                }
+                (None, Pre::Hash(h)) => (Operation::Delete, None, Some(h.clone())),
+                (None, pre) => match (lookup(&c.bundle, &c.path)?, pre) {
+                    (Some(h), Pre::Any) => (Operation::Delete, None, Some(h)),
+                    (Some(h), _) => {
+                        return Err(CommitError::Precondition {
+                            index: i,
+                            failure: Precondition {
+                                message: "deleting needs the hash of the version being removed"
+                                    .into(),
+                                current: Some(h),
+                            },
+                        })
                     }
-                }
-                (None, Pre::Hash(h)) => {
-                    o["operation"] = json!("delete");
-                    o["replaces"] = json!(h);
-                }
-                (None, pre) => {
-                    let cur = lookup(&c.bundle, &c.path)?;
-                    match (cur, pre) {
-                        (Some(h), Pre::Any) => {
-                            o["operation"] = json!("delete");
-                            o["replaces"] = json!(h);
-                        }
-                        (Some(h), _) => {
-                            return Err(CommitError::Precondition {
-                                index: i,
-                                failure: Precondition {
-                                    message: "deleting needs the hash of the version being removed"
-                                        .into(),
-                                    current: Some(h),
-                                },
-                            })
-                        }
-                        (None, _) => {
-                            return Err(CommitError::Precondition {
-                                index: i,
-                                failure: Precondition {
-                                    message: "concept does not exist".into(),
-                                    current: None,
-                                },
-                            })
-                        }
+                    (None, _) => {
+                        return Err(CommitError::Precondition {
+                            index: i,
+                            failure: Precondition {
+                                message: "concept does not exist".into(),
+                                current: None,
+                            },
+                        })
                     }
-                }
-            }
-            items.push(o);
+                },
+            };
+            items.push(BatchChange {
+                operation,
+                bundle: c.bundle.clone(),
+                path: c.path.clone(),
+                content,
+                replaces,
+            });
         }
-        let mut body = json!({"changes": items});
-        if let Some(e) = expected {
-            body["expectedRevision"] = json!(e);
-        }
+        let body = Batch {
+            changes: items,
+            expected_revision: expected.map(str::to_string),
+        };
         commit_post(r, "transact", &body, changes)
     }
 
     /// `restore`.
     pub fn restore(r: &Remote, revision: &str, expected: &str) -> Result<Committed, CommitError> {
-        let body = json!({"revision": revision, "expectedRevision": expected});
+        let body = RestoreRequest {
+            revision: revision.to_string(),
+            expected_revision: expected.to_string(),
+            names_tenant: false,
+        };
         commit_post(r, "restore", &body, &[])
     }
 
     /// POSTs a commit (`transact`, `restore`) and reads its revision.
-    fn commit_post(
+    fn commit_post<B: serde::Serialize>(
         r: &Remote,
         verb: &str,
-        body: &Value,
+        body: &B,
         changes: &[Change],
     ) -> Result<Committed, CommitError> {
-        let reply = r.request("POST", verb, &[], body.to_string().as_bytes())?;
+        let reply = r.request("POST", verb, &[], &to_json(body)?)?;
         if reply.status != 200 {
             return Err(commit_failure(&reply));
         }
-        let v: Value = serde_json::from_slice(&reply.body).map_err(|e| {
-            Error::Io(format!(
-                "okfit serve answered {verb} with invalid JSON ({e})"
-            ))
-        })?;
-        Ok(committed(&v, changes))
+        let a: RevisionAnswer = super::decode(verb, &reply.body)?;
+        Ok(committed(a, changes))
     }
 
     /// `history`.
     pub fn history(r: &Remote, before: Option<&str>, limit: usize) -> Result<RevisionPage, Error> {
-        let mut path = format!("history?limit={limit}");
-        if let Some(b) = before {
-            path.push_str(&format!("&before={}", Remote::seg(b)));
-        }
-        let v = r.get_json(&path)?;
-        serde_json::from_value(v).map_err(|e| {
-            Error::Io(format!(
+        let query = HistoryQuery {
+            limit: Some(limit),
+            before: before.map(str::to_string),
+        };
+        let path = with_query("history", &query);
+        let reply = r.call("GET", &path, &[], b"")?;
+        serde_json::from_slice(&reply.body).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => Error::Io(format!(
                 "okfit serve answered history with an unexpected page ({e})"
-            ))
+            )),
+            _ => Error::Io(format!(
+                "okfit serve answered {path} with invalid JSON ({e})"
+            )),
         })
     }
 
     /// The head revision.
     pub fn head(r: &Remote) -> Result<Option<String>, Error> {
-        let v = r.post_json("sync", &json!({}))?;
-        Ok(v["revision"].as_str().map(str::to_string))
+        let a: RevisionAnswer = r.post_json("sync", &SyncRequest {})?;
+        Ok(a.revision)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::os::unix::net::UnixListener;
+
+    /// Reads one request's head and body from `r`; `None` at the end.
+    fn read_request(r: &mut BufReader<std::os::unix::net::UnixStream>) -> Option<String> {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let len = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        r.read_exact(&mut body).ok()?;
+        Some(head + &String::from_utf8_lossy(&body))
+    }
+
+    #[test]
+    fn one_kept_alive_unix_connection_carries_chunked_and_sized_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("d.sock");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let server = std::thread::spawn(move || {
+            // One connection only: a second one would never be accepted.
+            let (s, _) = listener.accept().unwrap();
+            let mut w = s.try_clone().unwrap();
+            let mut r = BufReader::new(s);
+            let mut seen = vec![];
+            let first = read_request(&mut r).unwrap();
+            w.write_all(
+                b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ncontent-type: application/json\r\n\r\n\
+                  d\r\n{\"snapshot\":\"\r\n12\r\nabc\",\"concepts\":7}\r\n0\r\n\r\n",
+            )
+            .unwrap();
+            seen.push(first);
+            let second = read_request(&mut r).unwrap();
+            let conflict = r#"{"code":"CONFLICT","message":"database moved"}"#;
+            let reply = format!(
+                "HTTP/1.1 409 Conflict\r\ncontent-length: {}\r\n\r\n{conflict}",
+                conflict.len()
+            );
+            w.write_all(reply.as_bytes()).unwrap();
+            seen.push(second);
+            seen
+        });
+        let remote = Remote::new(
+            Target::Unix(sock),
+            Some("acme".into()),
+            Some("s3cret".into()),
+        )
+        .unwrap();
+        assert_eq!(ops::snapshot(&remote).unwrap(), ("abc".to_string(), 7));
+        let err = ops::head(&remote).unwrap_err();
+        assert!(
+            matches!(&err, Error::Conflict(m) if m == "database moved"),
+            "{err:?}"
+        );
+        let seen = server.join().unwrap();
+        assert!(
+            seen[0].starts_with("GET /v1/acme/snapshot HTTP/1.1\r\n"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[0].contains("authorization: Bearer s3cret\r\n"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[1].starts_with("POST /v1/acme/sync HTTP/1.1\r\n"),
+            "{seen:?}"
+        );
+        assert!(seen[1].ends_with("\r\n{}"), "{seen:?}");
+    }
+
+    #[test]
+    fn a_missing_socket_is_named_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("none.sock");
+        let remote = Remote::new(Target::Unix(sock.clone()), Some("t".into()), None).unwrap();
+        let err = ops::snapshot(&remote).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("cannot reach okfit serve at {} (", sock.display()))
+                && err.ends_with("); is it running?"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_refused_tcp_port_is_named_with_its_origin() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let target = Target::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+            tls: false,
+        };
+        let remote = Remote::new(target, None, Some("t".into())).unwrap();
+        let err = ops::snapshot(&remote).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "cannot reach okfit serve at http://127.0.0.1:{port} ("
+            )) && err.ends_with("); is it running?"),
+            "{err}"
+        );
     }
 }

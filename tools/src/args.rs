@@ -3,10 +3,9 @@
 //! reads the typed value: nothing is read from untyped JSON.
 
 use okfit_core::kb::search::MAX_K;
-use okfit_store::change::{Change, Pre, MAX_CHANGES, MAX_GET_IDS};
-use okfit_store::error::Error;
+use okfit_store::change::MAX_GET_IDS;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// A tool without arguments.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -112,99 +111,9 @@ pub(crate) struct DeleteArgs {
 /// A sha256 digest in lowercase hex.
 const DIGEST: &str = "^[a-f0-9]{64}$";
 
-/// A transaction: the `transact` tool's arguments, the CLI's `okfit
-/// transact` file and the daemon's `/transact` body, one type for all
-/// three.
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Batch {
-    /// The changes, committed together or not at all.
-    #[schemars(length(min = 1, max = MAX_CHANGES), description = "")]
-    pub changes: Vec<BatchChange>,
-    /// The revision the batch was prepared against, when it must still
-    /// be the head.
-    #[schemars(regex(pattern = DIGEST), description = "")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected_revision: Option<String>,
-}
-
-/// What one change of a [`Batch`] does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[schemars(description = "")]
-pub enum Operation {
-    /// Create or replace the document.
-    Write,
-    /// Remove the document.
-    Delete,
-}
-
-/// One change of a [`Batch`].
-#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(description = "")]
-#[schemars(extend("allOf" = [
-    {"if": {"properties": {"operation": {"const": "write"}}}, "then": {"required": ["content"]}},
-    {"if": {"properties": {"operation": {"const": "delete"}}}, "then": {"required": ["replaces"], "not": {"required": ["content"]}}}
-]))]
-pub struct BatchChange {
-    /// Write or delete.
-    #[schemars(description = "")]
-    pub operation: Operation,
-    /// The bundle.
-    #[schemars(length(min = 1), description = "")]
-    pub bundle: String,
-    /// The path inside the bundle.
-    #[schemars(length(min = 1), description = "")]
-    pub path: String,
-    /// The new text (writes only).
-    #[schemars(description = "")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content: Option<String>,
-    /// The hash of the version replaced or removed.
-    #[schemars(regex(pattern = DIGEST), description = "")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replaces: Option<String>,
-}
-
-impl Batch {
-    /// A batch sent to `okfit transact` or the daemon's `/transact`,
-    /// checked with the reference's messages (langonrock §5.1). Top-level
-    /// keys other than `changes` and `expectedRevision` are ignored, as
-    /// there; each change is strict.
-    pub fn from_json(v: &serde_json::Value) -> Result<Batch, Error> {
-        check_shape(v)?;
-        let mut known = serde_json::Map::new();
-        for key in ["changes", "expectedRevision"] {
-            if let Some(x) = v.get(key) {
-                known.insert(key.into(), x.clone());
-            }
-        }
-        Batch::deserialize(serde_json::Value::Object(known))
-            .map_err(|e| Error::Refused(format!("invalid transaction: {e}")))
-    }
-
-    /// The changes as the store commits them.
-    pub fn changes(&self) -> Vec<Change> {
-        self.changes.iter().map(BatchChange::change).collect()
-    }
-}
-
-impl BatchChange {
-    /// This change as the store commits it.
-    pub fn change(&self) -> Change {
-        Change {
-            bundle: self.bundle.clone(),
-            path: self.path.clone(),
-            content: (self.operation == Operation::Write)
-                .then(|| self.content.clone().unwrap_or_default().into_bytes()),
-            pre: match &self.replaces {
-                Some(h) => Pre::Hash(h.clone()),
-                None => Pre::Create,
-            },
-        }
-    }
-}
+/// The transaction types live with the daemon's other wire types: the
+/// `transact` tool, `okfit transact` and `POST /v1/transact` share them.
+pub use okfit_knowledge::wire::{Batch, BatchChange, Operation};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -311,44 +220,4 @@ pub(crate) struct ValidateArgs {
     )]
     #[serde(default)]
     pub documents: Option<Vec<UnsavedDocument>>,
-}
-
-/// Checks the shape of a JSON batch with the reference's messages.
-fn check_shape(v: &serde_json::Value) -> Result<(), Error> {
-    if !v.is_object() || v.get("tenant").is_some() {
-        return Err(Error::Refused(
-            "transaction must be an object scoped to the connected tenant".into(),
-        ));
-    }
-    let Some(items) = v.get("changes").and_then(|c| c.as_array()) else {
-        return Err(Error::Refused(
-            "transaction needs between 1 and 1000 changes".into(),
-        ));
-    };
-    for c in items {
-        let ok_strings = c.get("bundle").is_some_and(|b| b.is_string())
-            && c.get("path").is_some_and(|p| p.is_string())
-            && c.get("tenant").is_none();
-        if !ok_strings {
-            return Err(Error::Refused(
-                "document change must specify a bundle and path within the connected tenant".into(),
-            ));
-        }
-        match c.get("operation").and_then(|o| o.as_str()) {
-            Some("write") => {
-                if !c.get("content").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused("document content must be a string".into()));
-                }
-            }
-            Some("delete") => {
-                if !c.get("replaces").is_some_and(|x| x.is_string()) {
-                    return Err(Error::Refused(
-                        "a delete needs replaces: the hash of the version being removed".into(),
-                    ));
-                }
-            }
-            _ => return Err(Error::Refused("invalid document operation".into())),
-        }
-    }
-    Ok(())
 }

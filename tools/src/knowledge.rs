@@ -10,10 +10,11 @@ use crate::schema::derived;
 use crate::{parse, Access, Group, Run, ToolDef};
 use okfit_core::kb::search;
 use okfit_core::kb::slice::{SliceOptions, GET_LIMIT};
+use okfit_knowledge::wire::{Finding, RevisionAnswer};
 use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, CommitError, Pre};
 use okfit_store::error::Error;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The manifest resource URI.
 pub const MANIFEST_URI: &str = "okf://manifest";
@@ -250,36 +251,44 @@ fn write_or_delete(
     Ok(out)
 }
 
-/// A revision result as one compact JSON line, with the validator's
-/// findings for every written document.
-pub fn revision_json(
+/// A commit's answer, with the validator's findings for every written
+/// document: what the daemon sends and the tools and CLI print.
+pub fn revision_answer(
     kb: &Knowledge,
     c: &okfit_store::change::Committed,
     changes: &[Change],
-) -> String {
+) -> RevisionAnswer {
     let mut diagnostics = vec![];
     for ch in changes {
         if let Some(bytes) = &ch.content {
             let text = String::from_utf8_lossy(bytes);
             if let Ok(findings) = kb.diagnostics_for(&ch.bundle, &ch.path, &text) {
                 for f in findings {
-                    diagnostics.push(json!({
-                        "level": f.level,
-                        "path": format!("{}/{}", ch.bundle, ch.path),
-                        "message": f.message
-                    }));
+                    diagnostics.push(Finding {
+                        level: f.level,
+                        path: format!("{}/{}", ch.bundle, ch.path),
+                        message: f.message,
+                    });
                 }
             }
         }
     }
-    json!({
-        "revision": c.revision.as_ref().map(|r| r.revision.clone()),
-        "snapshot": c.snapshot,
-        "concepts": c.concepts,
-        "bundles": c.bundles,
-        "diagnostics": diagnostics,
-    })
-    .to_string()
+    RevisionAnswer {
+        revision: c.revision.as_ref().map(|r| r.revision.clone()),
+        snapshot: c.snapshot.clone(),
+        concepts: c.concepts,
+        bundles: c.bundles.clone(),
+        diagnostics,
+    }
+}
+
+/// [`revision_answer`] as one compact JSON line.
+pub fn revision_json(
+    kb: &Knowledge,
+    c: &okfit_store::change::Committed,
+    changes: &[Change],
+) -> String {
+    serde_json::to_string(&revision_answer(kb, c, changes)).unwrap_or_default()
 }
 
 fn transact(kb: &Knowledge, args: &Value) -> Result<String, Error> {
