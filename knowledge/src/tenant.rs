@@ -26,6 +26,10 @@ const TEXT_CACHE: usize = 256;
 /// Most idle read connections a tenant keeps open.
 const IDLE_READERS: usize = 4;
 
+/// How often a read catches up when commits keep landing while it loads
+/// postings, before it answers from what it has.
+const CATCH_UP_TRIES: usize = 8;
+
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 4096;
 
@@ -145,9 +149,17 @@ impl StoreKb {
         // Behind, or words not loaded yet: catch up alone, then answer
         // before anyone else can move the model on.
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        st.catch_up(&conn, &self.tenant)?;
-        if let Some(q) = query {
+        for _ in 0..CATCH_UP_TRIES {
+            st.catch_up(&conn, &self.tenant)?;
+            let Some(q) = query else { break };
             st.load_terms(&conn, q)?;
+            // Postings read after another commit landed would score the
+            // model's documents against a different collection (more
+            // documents holding a word than the model has): catch up and
+            // read them again.
+            if conn.head()? == st.head {
+                break;
+            }
         }
         let view = st
             .view
