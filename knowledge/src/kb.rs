@@ -8,7 +8,6 @@
 //! by other processes before each answer, and reads search postings for
 //! the words asked about.
 
-use crate::documents::{self, Documents};
 use crate::options::GetOptions;
 use crate::project::Stamp;
 use crate::tenant::{Loaded, StoreKb};
@@ -40,15 +39,8 @@ struct FolderKb {
     terms: HashMap<u32, DocTerms>,
     stamps: HashMap<String, Stamp>,
     watch: Option<Watch>,
-    /// Our own commit changed files, or a poll consumed the watch's
-    /// events: re-check without waiting for more.
+    /// Our own commit changed files: re-check without waiting for events.
     stale: bool,
-    /// Project mode: the parsed documents the bundle tools read, made by
-    /// the same parse as the model (`None` for a folder connection until
-    /// the bundle tools ask).
-    docs: Option<Box<Documents>>,
-    /// Markdown files read and parsed since the folder was opened.
-    reads: u64,
 }
 
 enum Backend {
@@ -85,21 +77,12 @@ pub fn folder_bundle_name(path: &Path) -> Result<String, Error> {
     Ok(name)
 }
 
-impl FolderKb {
-    fn new(root: PathBuf, docs: bool) -> FolderKb {
-        FolderKb {
-            root,
-            view: None,
-            texts: HashMap::new(),
-            terms: HashMap::new(),
-            stamps: HashMap::new(),
-            watch: None,
-            stale: false,
-            docs: docs.then(|| Box::new(Documents::new())),
-            reads: 0,
-        }
-    }
+fn read_text(path: &Path) -> Option<Arc<str>> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(Arc::from(String::from_utf8_lossy(&bytes).into_owned()))
+}
 
+impl FolderKb {
     fn refresh(&mut self, name: &str) -> Result<(), Error> {
         let forced = std::mem::take(&mut self.stale);
         if self.view.is_some() && !forced {
@@ -110,10 +93,11 @@ impl FolderKb {
             }
         }
         let walked = walk::walk(&self.root)?;
-        let (md, other): (Vec<_>, Vec<_>) = walked
+        let md: Vec<(String, PathBuf)> = walked
             .files
             .into_iter()
-            .partition(|(rel, _)| rel.ends_with(".md"));
+            .filter(|(rel, _)| rel.ends_with(".md"))
+            .collect();
         // Watch every directory: new ones appear with new files.
         if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
             self.watch = Watch::new(&walked.dirs);
@@ -134,42 +118,17 @@ impl FolderKb {
             .filter(|k| !seen.contains(k.as_str()))
             .cloned()
             .collect();
-        let mut assets: Vec<String> = vec![];
-        let mut outdated = false;
-        if let Some(docs) = self.docs.as_mut() {
-            assets = other.into_iter().map(|(rel, _)| rel).collect();
-            assets.sort_unstable();
-            outdated = docs.outdated(&assets, &seen);
-        }
-        if changed.is_empty() && gone.is_empty() && !outdated {
+        if changed.is_empty() && gone.is_empty() {
             return Ok(());
         }
-        // Each changed file is read and parsed once, for the model and, in
-        // project mode, for the documents.
-        let keep = self.docs.is_some();
-        let read: Vec<(String, Stamp, std::io::Result<documents::Parsed>)> = changed
+        let parsed: Vec<(String, Stamp, Arc<str>, Compiled)> = changed
             .into_par_iter()
-            .map(|(rel, abs, st)| {
-                let r = documents::read(&rel, &abs, keep);
-                (rel, st, r)
+            .filter_map(|(rel, abs, st)| {
+                let text = read_text(&abs)?;
+                let c = compile::compile(&rel, &text);
+                Some((rel, st, text, c))
             })
             .collect();
-        let mut parsed: Vec<(String, Stamp, Arc<str>, Compiled)> = vec![];
-        let mut docs_read = vec![];
-        let mut failed = vec![];
-        for (rel, st, r) in read {
-            match r {
-                Ok(p) => {
-                    self.reads += 1;
-                    docs_read.extend(p.document);
-                    parsed.push((rel, st, p.text, p.compiled));
-                }
-                Err(e) => failed.push((rel, e)),
-            }
-        }
-        if let Some(docs) = self.docs.as_mut() {
-            docs.apply(&gone, docs_read, failed, assets);
-        }
         let mut touched: Vec<u32> = vec![];
         for rel in gone {
             self.stamps.remove(&rel);
@@ -232,7 +191,15 @@ impl Knowledge {
                 let name = folder_bundle_name(path)?;
                 (
                     name,
-                    Backend::Folder(Box::new(FolderKb::new(path.clone(), false))),
+                    Backend::Folder(Box::new(FolderKb {
+                        root: path.clone(),
+                        view: None,
+                        texts: HashMap::new(),
+                        terms: HashMap::new(),
+                        stamps: HashMap::new(),
+                        watch: None,
+                        stale: false,
+                    })),
                 )
             }
             Dsn::Store { tenant, .. } => (
@@ -760,100 +727,6 @@ impl FolderKb {
                 .map(|c| c.content.as_deref().map(sha256_hex))
                 .collect(),
         })
-    }
-}
-
-/// A bundle folder in project mode: its parsed documents, kept beside the
-/// read model and refreshed with it, for [`crate::live::Live`].
-impl Knowledge {
-    /// Opens the bundle folder `root` for project mode: a folder
-    /// connection that also keeps the parsed documents the bundle tools
-    /// read. Unlike [`Knowledge::from_dsn`] it opens before the folder
-    /// exists and whatever its name (the first read reports a missing
-    /// folder; [`crate::live::Live::knowledge`] refuses a name that is no
-    /// bundle name).
-    pub fn project_folder(root: PathBuf) -> Knowledge {
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        let name = root
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_string();
-        Knowledge {
-            dsn: Dsn::Folder { path: root.clone() },
-            name,
-            now: None,
-            inner: Mutex::new(Backend::Folder(Box::new(FolderKb::new(root, true)))),
-            store: None,
-            remote: None,
-        }
-    }
-
-    /// Makes a folder connection keep the parsed documents too (the bundle
-    /// tools read its folder): the next read parses every file once more.
-    /// The documents' generation ([`Documents::generation`]); `None` when
-    /// this is no folder.
-    pub fn keep_documents(&self) -> Option<u64> {
-        let mut guard = self.lock();
-        let Backend::Folder(fk) = &mut *guard else {
-            return None;
-        };
-        if let Some(d) = &fk.docs {
-            return Some(d.generation());
-        }
-        fk.docs = Some(Box::new(Documents::new()));
-        fk.stamps.clear();
-        fk.stale = true;
-        Some(0)
-    }
-
-    /// Brings the folder up to date and runs `f` over its documents.
-    /// Refused unless they are kept ([`Knowledge::project_folder`],
-    /// [`Knowledge::keep_documents`]); a Markdown file that cannot be read
-    /// is an error, as it is for a load of the bundle.
-    pub fn documents<R>(&self, f: impl FnOnce(&Documents) -> R) -> Result<R, Error> {
-        let mut guard = self.lock();
-        let Backend::Folder(fk) = &mut *guard else {
-            return Err(Error::Refused(
-                "the bundle tools read a bundle folder, not this connection".into(),
-            ));
-        };
-        fk.refresh(&self.name)?;
-        let docs = fk
-            .docs
-            .as_ref()
-            .ok_or_else(|| Error::Store("this folder keeps no documents".into()))?;
-        docs.check(&fk.root)?;
-        Ok(f(docs))
-    }
-
-    /// Asks the folder's watch whether files changed since the last
-    /// refresh, without waiting for a call in progress (`None` then, and
-    /// for other connections). The events are consumed: the next read
-    /// re-checks. Returns that answer (false before the first load) and
-    /// the documents' generation.
-    pub fn poll(&self) -> Option<(bool, u64)> {
-        let mut guard = match self.inner.try_lock() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
-        let Backend::Folder(fk) = &mut *guard else {
-            return None;
-        };
-        fk.stale |= fk.watch.as_mut().is_none_or(Watch::changed);
-        let generation = fk.docs.as_ref().map_or(0, |d| d.generation());
-        Some((fk.view.is_some() && fk.stale, generation))
-    }
-
-    /// How many Markdown files the folder behind this knowledge has read
-    /// and parsed since it opened (0 for other connections): each changed
-    /// file once, however many readers it serves.
-    pub fn reads(&self) -> u64 {
-        match &*self.lock() {
-            Backend::Folder(fk) => fk.reads,
-            _ => 0,
-        }
     }
 }
 

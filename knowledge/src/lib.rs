@@ -5,7 +5,6 @@
 
 #![warn(missing_docs)]
 
-pub mod documents;
 pub mod kb;
 pub mod live;
 pub mod options;

@@ -1,48 +1,38 @@
-//! The project's bundle kept live for the MCP server: one view of the
-//! bundle folder for every tool and resource.
-//!
-//! Config discovery (re-read when its file changes) decides the bundle
-//! folder; a folder [`Knowledge`] opened with
-//! [`Knowledge::project_folder`] keeps the folder's one set of stamps, one
-//! [`okfit_store::watch::Watch`] and, from one read and parse of each
-//! changed file, both the read model (`okf://manifest`, the knowledge
-//! tools) and the parsed documents (the bundle tools and the concept
-//! resources). A change on disk is therefore parsed once and seen the same
-//! way by every reader; on Linux a change made before a request is always
-//! seen by it, elsewhere every call re-checks file metadata.
+//! The live bundle behind the MCP server: parsed once, kept in memory, and
+//! refreshed before each answer from the files whose metadata changed.
+//! A [`Watch`] on every bundle directory says whether anything changed
+//! (exactly on Linux, where a change made before a request is always seen
+//! by it; elsewhere every call re-checks file metadata).
 
-use crate::documents::Documents;
-use crate::kb::{folder_bundle_name, Knowledge};
-use crate::project::Stamp;
+use crate::project::{self, LoadOptions, Stamp};
 use okfit_core::bundle::Bundle;
+use okfit_core::doc::{self, Document, ParseOptions};
 use okfit_store::discover::{self, Project};
-use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
+use okfit_store::walk;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
 
-/// The project's bundle, kept fresh. Shared by reference: every method
-/// takes `&self`, and a call holds the bundle only while it reads it.
-pub struct Live {
-    start: PathBuf,
-    /// A folder connection this view may serve from (see [`Live::sharing`]).
-    shared: Option<Arc<Knowledge>>,
-    state: Mutex<State>,
+use okfit_store::watch::Watch;
+
+fn stamp(p: &Path) -> Option<Stamp> {
+    Stamp::of(p)
 }
 
-#[derive(Default)]
-struct State {
-    /// The project as last resolved, with its config file's stamp.
-    project: Option<(Arc<Project>, Option<Stamp>)>,
-    /// The bundle folder of that project.
-    kb: Option<Arc<Knowledge>>,
-    /// The documents' generation as this view's last refresh saw it, and
-    /// as last announced.
-    seen: u64,
-    announced: u64,
-    /// The config moved the bundle to another folder since the last
-    /// announcement.
-    moved: bool,
+struct Loaded {
+    project: Project,
+    config_stamp: Option<Stamp>,
+    bundle: Bundle,
+    stamps: HashMap<String, Stamp>,
+}
+
+/// The project's bundle, kept fresh.
+pub struct Live {
+    start: PathBuf,
+    loaded: Option<Loaded>,
+    watch: Option<Watch>,
+    pending: bool,
+    unannounced: bool,
 }
 
 impl Live {
@@ -50,20 +40,61 @@ impl Live {
     pub fn new(start: PathBuf) -> Live {
         Live {
             start,
-            shared: None,
-            state: Mutex::new(State::default()),
+            loaded: None,
+            watch: None,
+            pending: false,
+            unannounced: false,
         }
     }
 
-    /// Serves from `kb`, a folder connection, when the project's bundle is
-    /// its folder, instead of opening the folder a second time.
-    pub fn sharing(mut self, kb: Arc<Knowledge>) -> Live {
-        self.shared = Some(kb);
-        self
+    /// True when files changed since the last refresh (always true where no
+    /// watch is available). Consumes the pending change events.
+    pub fn poll(&mut self) -> bool {
+        self.pending |= self.watch.as_mut().is_none_or(Watch::changed);
+        self.loaded.is_some() && self.pending
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// Scans the bodies of `only` (a bundle-relative path), or of every
+    /// document, that were parsed without them; body links and slugs are
+    /// needed by the link graph and by `get_concept`.
+    pub fn fill_bodies(&mut self, only: Option<&str>) -> Result<(), Error> {
+        let Some(l) = self.loaded.as_mut() else {
+            return Ok(());
+        };
+        let pending: Vec<String> = match only {
+            Some(p) => l
+                .bundle
+                .doc(p)
+                .filter(|d| d.body_pending)
+                .map(|d| vec![d.path.clone()])
+                .unwrap_or_default(),
+            None => l.bundle.bodies_pending(),
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let root = l.project.bundle_root.clone();
+        use rayon::prelude::*;
+        let scanned: Vec<(String, Vec<doc::Link>, Vec<String>)> = pending
+            .par_iter()
+            .filter_map(|p| {
+                let bytes = std::fs::read(root.join(p)).ok()?;
+                let (links, slugs) = doc::body_links(&String::from_utf8_lossy(&bytes));
+                Some((p.clone(), links, slugs))
+            })
+            .collect();
+        for (p, links, slugs) in scanned {
+            l.bundle.fill_body(&p, links, slugs);
+        }
+        Ok(())
+    }
+
+    /// The bundle as the last [`Live::fresh`] left it (no refresh).
+    pub fn current(&self) -> Result<(&Project, &Bundle), Error> {
+        self.loaded
+            .as_ref()
+            .map(|l| (&l.project, &l.bundle))
+            .ok_or_else(|| Error::Io("bundle not loaded".into()))
     }
 
     /// Resolves the project (config discovery) without loading the bundle.
@@ -71,120 +102,139 @@ impl Live {
         discover::resolve(None, &self.start, None)
     }
 
-    /// The project and its bundle folder, re-resolved when discovery finds
-    /// another config file or the file's metadata changed.
-    fn current(&self, st: &mut State) -> Result<(Arc<Project>, Arc<Knowledge>), Error> {
+    /// Brings the bundle up to date and returns it with its project.
+    pub fn fresh(&mut self) -> Result<(&Project, &Bundle), Error> {
+        // The config is re-read only when discovery finds another file or
+        // the file's metadata changed.
         let (found, _) = discover::find(&discover::absolute(&self.start));
-        let cstamp = found.as_deref().and_then(Stamp::of);
-        let same = st
-            .project
+        let cstamp = found.as_deref().and_then(stamp);
+        let same_config = self
+            .loaded
             .as_ref()
-            .is_some_and(|(p, s)| p.config_path == found && *s == cstamp);
-        if !same {
+            .is_some_and(|l| l.project.config_path == found && l.config_stamp == cstamp);
+        if !same_config {
             let project = self.project()?;
-            let cstamp = project.config_path.as_deref().and_then(Stamp::of);
-            let root = std::fs::canonicalize(&project.bundle_root)
-                .unwrap_or_else(|_| project.bundle_root.clone());
-            if !st.kb.as_ref().is_some_and(|k| serves(k, &root)) {
-                let (kb, generation) = self.open(root);
-                st.moved |= st.kb.is_some();
-                st.kb = Some(kb);
-                st.seen = generation;
-                st.announced = generation;
-            }
-            st.project = Some((Arc::new(project), cstamp));
-        }
-        match (&st.project, &st.kb) {
-            (Some((p, _)), Some(kb)) => Ok((p.clone(), kb.clone())),
-            _ => Err(Error::Io("bundle not loaded".into())),
-        }
-    }
-
-    /// The folder `root` as a knowledge that keeps documents, and their
-    /// generation.
-    fn open(&self, root: PathBuf) -> (Arc<Knowledge>, u64) {
-        if let Some(kb) = &self.shared {
-            if serves(kb, &root) {
-                if let Some(generation) = kb.keep_documents() {
-                    return (kb.clone(), generation);
+            let cstamp = project.config_path.as_deref().and_then(stamp);
+            let before: Option<Vec<String>> = self.loaded.as_ref().map(|l| ids(&l.bundle));
+            self.loaded = None;
+            // Watch first, so a change made during the load is not missed.
+            let walked = walk::walk(&project.bundle_root)?;
+            self.watch = Watch::new(&walked.dirs);
+            self.pending = false;
+            let loaded = load_full(project, walked, cstamp)?;
+            self.unannounced |= before.is_some_and(|b| b != ids(&loaded.bundle));
+            self.loaded = Some(loaded);
+        } else if self.poll() {
+            self.pending = false;
+            if let Some(l) = self.loaded.as_mut() {
+                let walked = walk::walk(&l.project.bundle_root)?;
+                // A directory new since the last walk counts as a change
+                // (see Watch::cover), so nothing written into it is missed.
+                if let Some(w) = self.watch.as_mut() {
+                    if !w.cover(&walked.dirs) {
+                        self.watch = None;
+                    }
                 }
+                self.unannounced |= refresh(l, walked)?;
             }
         }
-        (Arc::new(Knowledge::project_folder(root)), 0)
-    }
-
-    /// Brings the bundle up to date and runs `f` over it with its project.
-    pub fn read<R>(&self, f: impl FnOnce(&Project, &Bundle) -> R) -> Result<R, Error> {
-        let (project, kb) = self.current(&mut self.lock())?;
-        let (r, generation) =
-            kb.documents(|d: &Documents| (f(&project, d.bundle()), d.generation()))?;
-        let mut st = self.lock();
-        if st.kb.as_ref().is_some_and(|k| Arc::ptr_eq(k, &kb)) {
-            st.seen = st.seen.max(generation);
-        }
-        Ok(r)
-    }
-
-    /// Brings the bundle up to date.
-    pub fn refresh(&self) -> Result<(), Error> {
-        self.read(|_, _| ())
-    }
-
-    /// The knowledge behind `okf://manifest` and the knowledge tools in
-    /// project mode: the same folder the bundle tools read. A config that
-    /// stops resolving keeps the folder it named last.
-    pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
-        let kb = {
-            let mut st = self.lock();
-            match self.current(&mut st) {
-                Ok((_, kb)) => kb,
-                Err(e) => st.kb.clone().ok_or(e)?,
-            }
-        };
-        if let Some(root) = folder_of(&kb) {
-            if !root.is_dir() {
-                return Err(Error::BundleNotDirectory(root.to_path_buf()));
-            }
-            folder_bundle_name(root)?;
-        }
-        Ok(kb)
-    }
-
-    /// True when files changed since the last refresh, or a call to the
-    /// knowledge tools refreshed the folder and this view has not looked
-    /// since (always true where no watch is available). Never waits for a
-    /// call in progress: false then, as that call refreshes.
-    pub fn poll(&self) -> bool {
-        let Ok(st) = self.state.try_lock() else {
-            return false;
-        };
-        let Some(kb) = &st.kb else {
-            return false;
-        };
-        match kb.poll() {
-            Some((changed, generation)) => changed || generation != st.seen,
-            None => false,
-        }
+        self.current()
     }
 
     /// Whether the set of concepts changed since this was last asked (then
     /// `notifications/resources/list_changed` is due).
-    pub fn take_change(&self) -> bool {
-        let mut st = self.lock();
-        let changed = std::mem::take(&mut st.moved) || st.seen != st.announced;
-        st.announced = st.seen;
-        changed
+    pub fn take_change(&mut self) -> bool {
+        std::mem::take(&mut self.unannounced)
     }
 }
 
-/// Whether `kb` is the folder `root` (canonical where it exists).
-fn serves(kb: &Knowledge, root: &Path) -> bool {
-    folder_of(kb).is_some_and(|p| p == root || std::fs::canonicalize(p).is_ok_and(|c| c == root))
+fn ids(b: &Bundle) -> Vec<String> {
+    b.concepts().map(|(_, c)| c.id.clone()).collect()
 }
 
-fn folder_of(kb: &Knowledge) -> Option<&Path> {
-    match kb.dsn() {
-        Dsn::Folder { path } => Some(path),
-        _ => None,
+fn parse_opts(project: &Project) -> ParseOptions<'_> {
+    ParseOptions {
+        config: &project.config,
+        now: None,
+        keep_frontmatter: false,
+        digests: false,
+        diagnostics: false,
+        skip_body: true,
     }
+}
+
+fn load_full(
+    project: Project,
+    walked: walk::Walked,
+    config_stamp: Option<Stamp>,
+) -> Result<Loaded, Error> {
+    // Frontmatter mappings are not kept (get_concept re-reads its one file),
+    // which keeps a 10,000-concept bundle well under 100 MB.
+    let opts = LoadOptions {
+        no_diagnostics: true,
+        stamps: true,
+        ..LoadOptions::default()
+    };
+    // `now: None`: staleness is computed per call, not baked into the parse.
+    let loaded = project::load_walked(&project, walked, &opts)?;
+    let root = &project.bundle_root;
+    let mut stamps: HashMap<String, Stamp> = loaded.stamps.into_iter().collect();
+    for a in &loaded.bundle.assets {
+        if let Some(s) = stamp(&root.join(a)) {
+            stamps.insert(a.clone(), s);
+        }
+    }
+    Ok(Loaded {
+        project,
+        config_stamp,
+        bundle: loaded.bundle,
+        stamps,
+    })
+}
+
+/// Re-parses only the walked files whose metadata changed; true when the
+/// set of concepts changed.
+fn refresh(l: &mut Loaded, walked: walk::Walked) -> Result<bool, Error> {
+    let root = l.project.bundle_root.clone();
+    let mut stamps = HashMap::with_capacity(walked.files.len());
+    let mut changed: Vec<(String, PathBuf)> = vec![];
+    for (rel, abs) in &walked.files {
+        let Some(s) = stamp(abs) else { continue };
+        if l.stamps.get(rel) != Some(&s) {
+            changed.push((rel.clone(), abs.clone()));
+        }
+        stamps.insert(rel.clone(), s);
+    }
+    let removed = l.stamps.keys().any(|k| !stamps.contains_key(k));
+    if changed.is_empty() && !removed {
+        return Ok(false);
+    }
+    let before = ids(&l.bundle);
+    let bundle = std::mem::replace(&mut l.bundle, Bundle::from_parts(vec![], vec![]));
+    let (docs, _) = bundle.into_parts();
+    let mut by_path: HashMap<String, Document> = docs
+        .into_iter()
+        .filter(|d| stamps.contains_key(&d.path))
+        .map(|d| (d.path.clone(), d))
+        .collect();
+    let opts = parse_opts(&l.project);
+    for (rel, abs) in &changed {
+        if rel.ends_with(".md") {
+            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
+                rel: rel.clone(),
+                root: root.clone(),
+                source: e,
+            })?;
+            by_path.insert(rel.clone(), doc::parse(rel, &bytes, &opts));
+        }
+    }
+    let assets = walked
+        .files
+        .iter()
+        .filter(|(p, _)| !p.ends_with(".md"))
+        .map(|(p, _)| p.clone())
+        .collect();
+    l.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
+    l.stamps = stamps;
+    Ok(before != ids(&l.bundle))
 }

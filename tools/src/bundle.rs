@@ -174,33 +174,40 @@ fn now_arg(now: Option<&str>) -> Result<Instant, Refusal> {
     }
 }
 
-fn describe_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn describe_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let NoArgs {} = parse(args)?;
     Ok(describe(&live.project()?))
 }
 
-fn get_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn get_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let id = id_arg(parse(args)?)?;
-    live.read(|p, b| get(p, b, &id))?
+    let path = {
+        let (_, b) = live.fresh()?;
+        find(b, &id)?.0.path.clone()
+    };
+    live.fill_bodies(Some(&path))?;
+    let (p, b) = live.current()?;
+    get(p, b, &id)
 }
 
-fn neighbors_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn neighbors_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let id = id_arg(parse(args)?)?;
-    live.read(|_, b| {
-        let (_, c) = find(b, &id)?;
-        let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
-        Ok(json!({"outgoing": outgoing, "incoming": incoming}))
-    })?
+    live.fresh()?;
+    live.fill_bodies(None)?;
+    let (_, b) = live.current()?;
+    let (_, c) = find(b, &id)?;
+    let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
+    Ok(json!({"outgoing": outgoing, "incoming": incoming}))
 }
 
-fn stale_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn stale_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let NowArgs { now } = parse(args)?;
     let now = now_arg(now.as_deref())?;
-    live.read(|_, b| json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
-        .map_err(Refusal::from)
+    let (_, b) = live.fresh()?;
+    Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
 }
 
-fn validate_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn validate_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     validate(live, args, "@okfit/mcp")
 }
 
@@ -251,7 +258,7 @@ pub fn describe(p: &Project) -> Value {
     })
 }
 
-fn list_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
+fn list_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let ListArgs {
         ty,
         tags,
@@ -262,6 +269,7 @@ fn list_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let tags = tags.unwrap_or_default();
     let status = status.map(|s| s.name().to_string());
     let (limit, offset) = (limit as usize, offset as usize);
+    let (p, b) = live.fresh()?;
     let vocab = |kind: &str, requested: &str, declared: Vec<&String>| {
         let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
         Refusal::new(
@@ -274,26 +282,24 @@ fn list_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
             Some("describe_vocabulary"),
         )
     };
-    live.read(|p, b| {
-        if let Some(t) = &ty {
-            if !p.config.types.contains_key(t) {
-                return Err(vocab("type", t, p.config.types.keys().collect()));
-            }
+    if let Some(t) = &ty {
+        if !p.config.types.contains_key(t) {
+            return Err(vocab("type", t, p.config.types.keys().collect()));
         }
-        for t in &tags {
-            if !p.config.tags.contains_key(t) {
-                return Err(vocab("tag", t, p.config.tags.keys().collect()));
-            }
+    }
+    for t in &tags {
+        if !p.config.tags.contains_key(t) {
+            return Err(vocab("tag", t, p.config.tags.keys().collect()));
         }
-        let filter = ListFilter {
-            types: ty.into_iter().collect(),
-            tags,
-            statuses: status.into_iter().collect(),
-            verified: None,
-        };
-        let (items, total) = query::list(b, &filter, offset, limit);
-        Ok(json!({"items": items, "total": total}))
-    })?
+    }
+    let filter = ListFilter {
+        types: ty.into_iter().collect(),
+        tags,
+        statuses: status.into_iter().collect(),
+        verified: None,
+    };
+    let (items, total) = query::list(b, &filter, offset, limit);
+    Ok(json!({"items": items, "total": total}))
 }
 
 fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
@@ -315,7 +321,7 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
 /// The `okfit validate --format json` envelope for the project `live`
 /// serves, with `args`' unsaved documents overlaid and `producer` named
 /// in it (the Node addon's `validate()` calls this directly).
-pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
+pub fn validate(live: &mut Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
     let ValidateArgs { now, documents } = parse(args)?;
     let now = now_arg(now.as_deref())?;
     let documents: Vec<(String, String)> = documents

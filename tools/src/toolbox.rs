@@ -8,12 +8,19 @@ use okfit_knowledge::Knowledge;
 use okfit_store::error::{truncate, Error};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 struct Compiled {
     def: &'static crate::ToolDef,
     schema: Value,
     validator: jsonschema::Validator,
+}
+
+/// Knowledge for `okf://manifest` and the knowledge tools: fixed by the
+/// connection, or in project mode opened over the bundle root on first use.
+struct KbSlot {
+    fixed: Option<Arc<Knowledge>>,
+    project: Mutex<Option<Arc<Knowledge>>>,
 }
 
 /// The tools and resources one server offers, with no protocol attached:
@@ -22,11 +29,8 @@ struct Compiled {
 /// clone (shared state).
 #[derive(Clone)]
 pub struct Toolbox {
-    /// The project's bundle: in project mode also the knowledge behind
-    /// `okf://manifest` and the knowledge tools (one view of the folder).
-    live: Arc<Live>,
-    /// The knowledge fixed by a connection.
-    fixed: Option<Arc<Knowledge>>,
+    live: Arc<Mutex<Live>>,
+    kb: Arc<KbSlot>,
     tools: Arc<Vec<Compiled>>,
     advice: Arc<OnceLock<Option<String>>>,
     advice_override: Option<String>,
@@ -85,17 +89,12 @@ impl Toolbox {
                 validator,
             });
         }
-        // A folder connection's bundle tools read through the connection
-        // when the project's bundle is that folder.
-        let live = match &fixed {
-            Some(k) if matches!(k.dsn(), okfit_store::dsn::Dsn::Folder { .. }) => {
-                Live::new(live_start).sharing(k.clone())
-            }
-            _ => Live::new(live_start),
-        };
         Ok(Toolbox {
-            live: Arc::new(live),
-            fixed,
+            live: Arc::new(Mutex::new(Live::new(live_start))),
+            kb: Arc::new(KbSlot {
+                fixed,
+                project: Mutex::new(None),
+            }),
             tools: Arc::new(compiled),
             advice: Arc::new(OnceLock::new()),
             advice_override: opts.advice.clone(),
@@ -104,17 +103,26 @@ impl Toolbox {
     }
 
     /// The project's live bundle.
-    pub fn live(&self) -> &Live {
-        &self.live
+    pub fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The knowledge behind the knowledge tools and `okf://manifest`: the
-    /// connection's, or in project mode the live bundle's folder.
+    /// The knowledge behind the knowledge tools and `okf://manifest`.
     pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
-        match &self.fixed {
-            Some(k) => Ok(k.clone()),
-            None => self.live.knowledge(),
+        if let Some(k) = &self.kb.fixed {
+            return Ok(k.clone());
         }
+        let mut slot = self.kb.project.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let root = self.live().project()?.bundle_root;
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let k = Arc::new(Knowledge::from_dsn(okfit_store::dsn::Dsn::Folder {
+            path: root,
+        })?);
+        *slot = Some(k.clone());
+        Ok(k)
     }
 
     /// The advice sentence, computed once per server from the manifest.
@@ -181,7 +189,7 @@ impl Toolbox {
                 },
                 Err(m) => Outcome::Refused(m),
             },
-            Run::Bundle(run) => match run(&self.live, &args) {
+            Run::Bundle(run) => match run(&mut self.live(), &args) {
                 Ok(v) => Outcome::Structured(v),
                 Err(r) => Outcome::Refused(r.text()),
             },
@@ -191,7 +199,7 @@ impl Toolbox {
     /// True when the tools answer from a daemon: a call is then one short
     /// round trip, not work for a blocking pool.
     pub fn remote(&self) -> bool {
-        self.fixed.as_ref().is_some_and(|k| {
+        self.kb.fixed.as_ref().is_some_and(|k| {
             matches!(
                 k.dsn(),
                 okfit_store::dsn::Dsn::Unix { .. } | okfit_store::dsn::Dsn::Http { .. }
@@ -225,7 +233,8 @@ impl Toolbox {
                     .into(),
             mime_type: MARKDOWN,
         }];
-        let _ = self.live.read(|_, b| {
+        let mut live = self.live();
+        if let Ok((_, b)) = live.fresh() {
             for (_, c) in b.concepts() {
                 out.push(ResourceInfo {
                     uri: format!("okf://concept/{}", c.id),
@@ -234,7 +243,8 @@ impl Toolbox {
                     mime_type: MARKDOWN,
                 });
             }
-        });
+        }
+        drop(live);
         out.push(manifest);
         out
     }
@@ -252,7 +262,7 @@ impl Toolbox {
         if !self.project_mode {
             return Err(missing());
         }
-        let live = &self.live;
+        let mut live = self.live();
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -264,13 +274,11 @@ impl Toolbox {
                 .map_err(|e| ReadError::Failed(e.to_string()))?;
             text_of(p.bundle_root.join("index.md"), "index.md")?
         } else if let Some(id) = uri.strip_prefix("okf://concept/") {
-            let path = live
-                .read(|p, b| b.find_concept(id).map(|(d, _)| p.bundle_root.join(&d.path)))
-                .map_err(|e| ReadError::Failed(e.to_string()))?
-                .map_err(|_| {
-                    ReadError::NotFound(format!("no concept \"{}\" in this bundle", truncate(id)))
-                })?;
-            text_of(path, "concept file")?
+            let (p, b) = live.fresh().map_err(|e| ReadError::Failed(e.to_string()))?;
+            let (d, _) = b.find_concept(id).map_err(|_| {
+                ReadError::NotFound(format!("no concept \"{}\" in this bundle", truncate(id)))
+            })?;
+            text_of(p.bundle_root.join(&d.path), "concept file")?
         } else {
             return Err(missing());
         };
@@ -280,14 +288,18 @@ impl Toolbox {
     /// Refreshes the bundle; true when the set of concepts changed since
     /// the last announcement.
     pub fn concepts_changed(&self) -> bool {
-        let _ = self.live.refresh();
-        self.live.take_change()
+        let mut live = self.live();
+        let _ = live.fresh();
+        live.take_change()
     }
 
     /// Whether files changed since the last refresh, without waiting for
     /// the bundle's lock (false when a call holds it: that call refreshes).
     pub fn poll(&self) -> bool {
-        self.live.poll()
+        match self.live.try_lock() {
+            Ok(mut l) => l.poll(),
+            Err(_) => false,
+        }
     }
 }
 

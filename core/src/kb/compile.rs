@@ -199,78 +199,56 @@ pub fn body_start(text: &str) -> usize {
     }
 }
 
-/// The parse [`compile`] makes of a document: the default config (the
-/// compiled form depends only on the path and bytes), frontmatter kept,
-/// body scanned, no findings. A caller that also needs the
-/// [`doc::Document`] parses once with these and calls [`compile_parsed`].
-pub fn parse_options() -> ParseOptions<'static> {
-    ParseOptions {
+/// Compiles one document. Never fails: a document that is not a concept
+/// still gets cells (`-`), a summary from its body and its links.
+pub fn compile(path: &str, text: &str) -> Compiled {
+    let start = body_start(text);
+    let body = &text[start..];
+    if doc::is_reserved(path) {
+        return Compiled {
+            nav: true,
+            kind: "-".into(),
+            status: "-".into(),
+            grain: "-".into(),
+            summary: "-".into(),
+            body_start: start as u32,
+            ..Compiled::default()
+        };
+    }
+    let opts = ParseOptions {
         config: default_config(),
         now: None,
         keep_frontmatter: true,
         digests: false,
         diagnostics: false,
         skip_body: false,
-    }
-}
-
-/// Compiles one document. Never fails: a document that is not a concept
-/// still gets cells (`-`), a summary from its body and its links.
-pub fn compile(path: &str, text: &str) -> Compiled {
-    if doc::is_reserved(path) {
-        return navigation(text);
-    }
-    let d = doc::parse(path, text.as_bytes(), &parse_options());
-    compile_parsed(path, text, &d)
-}
-
-fn navigation(text: &str) -> Compiled {
-    Compiled {
-        nav: true,
-        kind: "-".into(),
-        status: "-".into(),
-        grain: "-".into(),
-        summary: "-".into(),
-        body_start: body_start(text) as u32,
-        ..Compiled::default()
-    }
-}
-
-/// [`compile`] of `text` already parsed into `d` with [`parse_options`]
-/// (so one parse serves both the document and its compiled form).
-pub fn compile_parsed(path: &str, text: &str, d: &doc::Document) -> Compiled {
-    if doc::is_reserved(path) {
-        return navigation(text);
-    }
-    let start = body_start(text);
-    let body = &text[start..];
-    let decoded;
-    let scanned;
-    type Raw<'a> = Vec<(&'a str, Option<&'a str>)>;
-    let (fm, raw_links): (Option<&Map<String, Value>>, Raw) = match &d.concept {
+    };
+    let d = doc::parse(path, text.as_bytes(), &opts);
+    type Raw<'a> = Vec<(String, Option<&'a str>)>;
+    let (fm, raw_links): (Option<Map<String, Value>>, Raw) = match d.concept {
         Some(c) => (
-            c.frontmatter.as_ref(),
+            c.frontmatter,
             d.links
-                .iter()
+                .into_iter()
                 .map(|l| {
                     let field = (l.source == LinkSource::Frontmatter)
                         .then_some(l.field)
                         .flatten();
-                    (l.raw.as_str(), field)
+                    (l.raw, field)
                 })
                 .collect(),
         ),
-        None => {
-            decoded = doc::frontmatter_of(text);
-            scanned = doc::body_links(text).0;
-            (
-                decoded.as_ref(),
-                scanned.iter().map(|l| (l.raw.as_str(), None)).collect(),
-            )
-        }
+        None => (
+            doc::frontmatter_of(text),
+            doc::body_links(text)
+                .0
+                .into_iter()
+                .map(|l| (l.raw, None))
+                .collect(),
+        ),
     };
     let empty = Map::new();
-    let fm_ref = fm.unwrap_or(&empty);
+    let fm_ref = fm.as_ref().unwrap_or(&empty);
     let get = |k: &str| fm_ref.get(k);
     let title = match get("title").and_then(Value::as_str).map(text::flatten) {
         Some(t) if !t.is_empty() => t,
