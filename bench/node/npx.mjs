@@ -47,7 +47,7 @@ if (!existsSync(native)) throw new Error("build first: cargo build --release -p 
 const work = mkdtempSync(join(tmpdir(), "okfit-npx-bench-"));
 const packs = join(work, "packs");
 mkdirSync(packs, { recursive: true });
-for (const p of ["npm/mcp", "npm/mcp-linux-x64-gnu"]) {
+for (const p of ["npm/mcp", "npm/mcp/npm/linux-x64-gnu"]) {
   execFileSync("npm", ["pack", "--silent", "--pack-destination", packs], { cwd: join(repo, p), stdio: ["ignore", "ignore", "inherit"] });
 }
 const project = join(work, "project");

@@ -17,13 +17,15 @@ use okfit_knowledge::kb::Knowledge;
 use okfit_mcp::Server;
 use okfit_tools::Options;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn run(json_out: Option<PathBuf>) -> Result<(), String> {
     let bpe = tiktoken_rs::o200k_base().map_err(|e| e.to_string())?;
     let tokens = |s: &str| bpe.encode_with_special_tokens(s).len();
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf);
     let okf = std::fs::canonicalize(repo.join("okf")).map_err(|e| e.to_string())?;
     let folder = format!("okf://{}", okf.display());
     let modes: [(&str, Options); 4] = [
@@ -77,7 +79,12 @@ fn run(json_out: Option<PathBuf>) -> Result<(), String> {
     println!("| manifest | concepts | characters | o200k tokens | tokens per concept |");
     println!("| --- | ---: | ---: | ---: | ---: |");
     let mut sources = vec![("okf/ (this repository)".to_string(), folder)];
-    let reference = out_dir().join("..").join("session").join("data");
+    // Connection strings refuse `..`: name the session's folder plainly.
+    let reference = out_dir()
+        .parent()
+        .map_or_else(out_dir, Path::to_path_buf)
+        .join("session")
+        .join("data");
     if reference.join("tenants").join("reference").exists() {
         sources.push((
             "reference tenant (agent session)".to_string(),
