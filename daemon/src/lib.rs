@@ -10,3 +10,5 @@ mod reply;
 mod routes;
 pub mod serve;
 pub mod sources;
+mod state;
+mod tokens;

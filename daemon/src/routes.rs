@@ -8,7 +8,7 @@
 use crate::auth::Caller;
 use crate::body::Body;
 use crate::reply::{commit_reply, error_reply, etag_of, json_reply, read_only, text};
-use crate::serve::{Daemon, MAX_BODY};
+use crate::state::{Daemon, MAX_BODY};
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};

@@ -2,21 +2,16 @@
 //! socket, or on TCP with bearer tokens (and TLS off loopback), speaking
 //! the routes of reference langonrock §1.4 ([`router`]). Each tenant's
 //! read model stays in memory and is updated by every commit, whoever
-//! made it. This module holds the daemon's state and its listeners.
+//! made it. This module holds the daemon's listeners.
 
-pub use crate::auth::{mint_token, read_tokens, Grant};
 pub use crate::reply::ERROR_KIND_HEADER;
 pub use crate::routes::router;
+pub use crate::state::{Daemon, Tenant, MAX_BODY};
+pub use crate::tokens::{mint_token, read_tokens, Grant};
 
-use crate::auth::token_digest;
-use okfit_knowledge::Knowledge;
 use okfit_store::error::Error;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-/// Largest request body (a 16 MiB transaction plus JSON framing).
-pub const MAX_BODY: usize = okfit_store::change::MAX_REQUEST_BYTES;
+use std::sync::Arc;
 
 /// How long a client has to send a request's headers (and a TLS
 /// handshake) before its connection is closed.
@@ -25,94 +20,6 @@ pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 /// Connections served at once by default; past this, new connections wait in the
 /// listen queue until one closes, and those already open are unaffected.
 pub const MAX_CONNECTIONS: usize = 512;
-
-/// The shared state of a running daemon.
-pub struct Daemon {
-    data: PathBuf,
-    /// The sha256 of each token with its grant (digested once, at start).
-    tokens: Vec<([u8; 32], Grant)>,
-    tenants: Mutex<HashMap<String, Arc<Tenant>>>,
-}
-
-/// One tenant's knowledge, split so that a commit never stalls a read: a
-/// writer whose connection and view serialise commits, and a reader with
-/// a SQLite connection of its own. WAL lets the reader's transactions run
-/// beside a commit; before each answer the reader catches up with the
-/// commits made since its last look (as it would with another process's).
-pub struct Tenant {
-    writer: Arc<Knowledge>,
-    reader: Arc<Knowledge>,
-}
-
-impl Tenant {
-    /// The knowledge commits go through.
-    pub fn writer(&self) -> &Arc<Knowledge> {
-        &self.writer
-    }
-
-    /// The knowledge reads go through.
-    pub fn reader(&self) -> &Arc<Knowledge> {
-        &self.reader
-    }
-}
-
-impl Daemon {
-    /// The grant of a bearer token. Every known token is compared, each in
-    /// constant time over its sha256, so the time taken says nothing about
-    /// how close a guess came.
-    pub fn grant(&self, bearer: &str) -> Option<&Grant> {
-        use subtle::ConstantTimeEq;
-        let given = token_digest(bearer);
-        let mut found = None;
-        for (known, grant) in &self.tokens {
-            if bool::from(known.ct_eq(&given)) {
-                found = Some(grant);
-            }
-        }
-        found
-    }
-
-    /// A daemon over `data` with these grants.
-    pub fn new(data: PathBuf, tokens: HashMap<String, Grant>) -> Daemon {
-        Daemon {
-            data,
-            tokens: tokens
-                .into_iter()
-                .map(|(t, g)| (token_digest(&t), g))
-                .collect(),
-            tenants: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The warm knowledge of a tenant (opened on first use).
-    pub fn tenant(&self, tenant: &str) -> Result<Arc<Tenant>, Error> {
-        let mut map = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = map.get(tenant) {
-            return Ok(k.clone());
-        }
-        let open = || {
-            Knowledge::from_dsn(okfit_store::dsn::Dsn::Store {
-                root: self.data.clone(),
-                tenant: tenant.to_string(),
-            })
-            .map(Arc::new)
-        };
-        let t = Arc::new(Tenant {
-            writer: open()?,
-            reader: open()?,
-        });
-        map.insert(tenant.to_string(), t.clone());
-        Ok(t)
-    }
-}
-
-impl Daemon {
-    /// How many tokens it knows (none: a unix socket where the path names
-    /// the tenant).
-    pub fn token_count(&self) -> usize {
-        self.tokens.len()
-    }
-}
 
 /// How `okfit serve` was asked to listen.
 #[derive(Clone, Debug, Default)]
@@ -271,7 +178,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
         .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;
     let sources = crate::sources::start(&daemon, &data, opts.debounce_ms.max(10))?;
     let app = router(daemon.clone());
-    let token_count = daemon.tokens.len();
+    let token_count = daemon.token_count();
     let result: Result<(), Error> = rt.block_on(async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();

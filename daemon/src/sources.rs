@@ -6,7 +6,7 @@
 //! is reported and nothing is imported, and documents that exist only in
 //! the store stay.
 
-use crate::serve::Daemon;
+use crate::state::Daemon;
 use okfit_knowledge::kb::Knowledge;
 use okfit_store::change::{sha256_hex, Change, Pre};
 use okfit_store::error::Error;
