@@ -187,3 +187,35 @@ pub fn parsed<T>(r: Result<Option<T>, String>, usage: &str) -> Result<T, std::pr
         }
     }
 }
+
+/// The `--flag value` and `--flag=value` pairs of the command line, in
+/// order; `None` when `-h` or `--help` asks for the usage.
+pub fn flag_values() -> Result<Option<Vec<(String, String)>>, String> {
+    let mut out = vec![];
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        if flag == "-h" || flag == "--help" {
+            return Ok(None);
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => it.next().ok_or(format!("{flag} needs a value"))?,
+        };
+        out.push((flag, value));
+    }
+    Ok(Some(out))
+}
+
+/// `s` as a positive integer (`_` may separate digits).
+pub fn positive(flag: &str, s: &str) -> Result<usize, String> {
+    s.trim()
+        .replace('_', "")
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or(format!("{flag} expects a positive integer, got {s:?}"))
+}

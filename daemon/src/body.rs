@@ -30,29 +30,23 @@ fn object<T: DeserializeOwned>(v: Value) -> Result<T, Option<Error>> {
     }
 }
 
-impl FromJson for GetRequest {
-    fn from_json(v: Value) -> Result<Self, Option<Error>> {
-        object(v)
-    }
+/// Request bodies that are plain objects of their fields.
+macro_rules! object_bodies {
+    ($($t:ty),*) => {$(
+        impl FromJson for $t {
+            fn from_json(v: Value) -> Result<Self, Option<Error>> {
+                object(v)
+            }
+        }
+    )*};
 }
 
-impl FromJson for SearchRequest {
-    fn from_json(v: Value) -> Result<Self, Option<Error>> {
-        object(v)
-    }
-}
-
-impl FromJson for RestoreRequest {
-    fn from_json(v: Value) -> Result<Self, Option<Error>> {
-        object(v)
-    }
-}
-
-impl FromJson for DiagnosticsRequest {
-    fn from_json(v: Value) -> Result<Self, Option<Error>> {
-        object(v)
-    }
-}
+object_bodies!(
+    GetRequest,
+    SearchRequest,
+    RestoreRequest,
+    DiagnosticsRequest
+);
 
 impl FromJson for Batch {
     /// With the reference's refusals for a transaction (langonrock §5.1).

@@ -6,7 +6,7 @@
 //! of [`okfit_knowledge::wire`], which the client shares.
 
 use crate::auth::Caller;
-use crate::body::Body;
+use crate::body::{Body, Malformed};
 use crate::reply::{commit_reply, error_reply, etag_of, json_reply, read_only, text};
 use crate::state::{Daemon, MAX_BODY};
 use axum::body::Bytes;
@@ -198,6 +198,28 @@ where
     .unwrap_or_else(|e| text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
+/// [`on_store`] for a route with a JSON body: a malformed body is
+/// answered with `not_json` (not JSON at all) or `shape` (JSON of another
+/// shape) before any store work.
+async fn with_body<T, F>(
+    daemon: Shared,
+    caller: Caller,
+    effect: Effect,
+    body: Result<T, Malformed>,
+    (not_json, shape): (&'static str, &'static str),
+    work: F,
+) -> Response
+where
+    T: Send + 'static,
+    F: FnOnce(&Knowledge, T) -> Response + Send + 'static,
+{
+    on_store(daemon, caller, effect, move |kb| match body {
+        Ok(req) => work(kb, req),
+        Err(m) => m.answer(not_json, shape),
+    })
+    .await
+}
+
 /// `GET manifest?bundle=`: the TSV manifest, tagged by snapshot (and
 /// bundle) so that a client revalidates with `If-None-Match`.
 async fn manifest(
@@ -275,11 +297,8 @@ async fn history(
 
 /// `POST get`: slices of concepts by id.
 async fn get(State(d): State<Shared>, caller: Caller, Body(body): Body<GetRequest>) -> Response {
-    on_store(d, caller, tool("get"), move |kb| {
-        let req = match body {
-            Ok(r) => r,
-            Err(m) => return m.answer(GET_SHAPE, GET_SHAPE),
-        };
+    let shapes = (GET_SHAPE, GET_SHAPE);
+    with_body(d, caller, tool("get"), body, shapes, |kb, req| {
         match kb.get_slices(&req.ids, &req.options()) {
             Ok((found, _)) => json_reply(StatusCode::OK, &GetAnswer::new(found)),
             Err(e) => error_reply(e),
@@ -294,12 +313,11 @@ async fn search(
     caller: Caller,
     Body(body): Body<SearchRequest>,
 ) -> Response {
-    on_store(d, caller, tool("search"), move |kb| {
-        let req = match body {
-            Ok(r) if !r.q.trim().is_empty() => r,
-            Ok(_) => return text(StatusCode::BAD_REQUEST, SEARCH_SHAPE),
-            Err(m) => return m.answer(SEARCH_SHAPE, SEARCH_SHAPE),
-        };
+    let shapes = (SEARCH_SHAPE, SEARCH_SHAPE);
+    with_body(d, caller, tool("search"), body, shapes, |kb, req| {
+        if req.q.trim().is_empty() {
+            return text(StatusCode::BAD_REQUEST, SEARCH_SHAPE);
+        }
         let k = usize::try_from(req.k.unwrap_or(8)).unwrap_or(usize::MAX);
         let expand = req.expand.unwrap_or(true);
         match kb.search_with(&req.q, k, req.bundle.as_deref(), expand) {
@@ -312,11 +330,8 @@ async fn search(
 
 /// `POST transact`: a batch of writes and deletes, all or none.
 async fn transact(State(d): State<Shared>, caller: Caller, Body(body): Body<Batch>) -> Response {
-    on_store(d, caller, tool("transact"), move |kb| {
-        let batch = match body {
-            Ok(b) => b,
-            Err(m) => return m.answer(NOT_JSON, NOT_JSON),
-        };
+    let shapes = (NOT_JSON, NOT_JSON);
+    with_body(d, caller, tool("transact"), body, shapes, |kb, batch| {
         let changes = batch.changes();
         match kb.transact(changes.clone(), batch.expected_revision.as_deref()) {
             Ok(c) => json_reply(StatusCode::OK, &revision_answer(kb, &c, &changes)),
@@ -332,12 +347,11 @@ async fn restore(
     caller: Caller,
     Body(body): Body<RestoreRequest>,
 ) -> Response {
-    on_store(d, caller, tool("restore"), move |kb| {
-        let req = match body {
-            Ok(r) if !r.names_tenant => r,
-            Ok(_) => return text(StatusCode::BAD_REQUEST, RESTORE_SHAPE),
-            Err(m) => return m.answer(NOT_JSON, RESTORE_SHAPE),
-        };
+    let shapes = (NOT_JSON, RESTORE_SHAPE);
+    with_body(d, caller, tool("restore"), body, shapes, |kb, req| {
+        if req.names_tenant {
+            return text(StatusCode::BAD_REQUEST, RESTORE_SHAPE);
+        }
         match kb.restore(&req.revision, &req.expected_revision) {
             Ok(c) => json_reply(StatusCode::OK, &revision_answer(kb, &c, &[])),
             Err(e) => commit_reply(e, &[], StatusCode::CONFLICT),
@@ -382,11 +396,8 @@ async fn diagnostics(
     caller: Caller,
     Body(body): Body<DiagnosticsRequest>,
 ) -> Response {
-    on_store(d, caller, Effect::Read, move |kb| {
-        let req = match body {
-            Ok(r) => r,
-            Err(m) => return m.answer(DIAGNOSTICS_SHAPE, DIAGNOSTICS_SHAPE),
-        };
+    let shapes = (DIAGNOSTICS_SHAPE, DIAGNOSTICS_SHAPE);
+    with_body(d, caller, Effect::Read, body, shapes, |kb, req| {
         match kb.diagnostics_for(&req.bundle, &req.path, &req.content) {
             Ok(findings) => json_reply(StatusCode::OK, &DiagnosticsAnswer { findings }),
             Err(e) => error_reply(e),

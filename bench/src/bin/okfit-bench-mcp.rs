@@ -169,30 +169,14 @@ fn parse_args() -> Result<Option<Args>, String> {
         sizes: vec![TARGET_CONCEPTS],
         json: None,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        if flag == "-h" || flag == "--help" {
-            return Ok(None);
-        }
+    let Some(flags) = okfit_bench::kbdata::flag_values()? else {
+        return Ok(None);
+    };
+    for (flag, value) in flags {
         if !matches!(flag.as_str(), "--runs" | "--sizes" | "--json") {
-            return Err(format!("unknown argument {arg:?}\n{USAGE}"));
+            return Err(format!("unknown argument {flag:?}\n{USAGE}"));
         }
-        let value = match inline {
-            Some(v) => v,
-            None => it.next().ok_or(format!("{flag} needs a value"))?,
-        };
-        let positive = |s: &str| {
-            s.trim()
-                .replace('_', "")
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or(format!("{flag} expects positive integers, got {s:?}"))
-        };
+        let positive = |s: &str| okfit_bench::kbdata::positive(&flag, s);
         match flag.as_str() {
             "--runs" => args.runs = positive(&value)?,
             "--sizes" => {

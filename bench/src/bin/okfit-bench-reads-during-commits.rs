@@ -711,34 +711,18 @@ fn parse_args() -> Result<Option<Opts>, String> {
         batch: 25,
         json: None,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        if flag == "-h" || flag == "--help" {
-            return Ok(None);
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => it.next().ok_or(format!("{flag} needs a value"))?,
-        };
-        let num = || {
-            value
-                .replace('_', "")
-                .parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or(format!("{flag} expects a positive integer, got {value:?}"))
-        };
+    let Some(flags) = okfit_bench::kbdata::flag_values()? else {
+        return Ok(None);
+    };
+    for (flag, value) in flags {
+        let num = || okfit_bench::kbdata::positive(&flag, &value);
         match flag.as_str() {
             "--concepts" => o.concepts = num()?.max(2),
             "--readers" => o.readers = num()?,
             "--seconds" => o.seconds = num()? as u64,
             "--batch" => o.batch = num()?.min(1000),
             "--json" => o.json = Some(PathBuf::from(&value)),
-            _ => return Err(format!("unknown argument {arg:?}\n{USAGE}")),
+            _ => return Err(format!("unknown argument {flag:?}\n{USAGE}")),
         }
     }
     if o.batch > o.concepts {
