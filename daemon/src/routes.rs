@@ -60,9 +60,20 @@ enum Effect {
 /// catalogue's access: anything but a read writes. A name the catalogue
 /// lacks counts as a write, so a mistake refuses rather than allows.
 fn tool(name: &str) -> Effect {
-    match okfit_tools::catalogue().iter().find(|t| t.name == name) {
-        Some(t) if t.access == Access::Read => Effect::Read,
-        _ => Effect::Write,
+    use std::sync::OnceLock;
+    // Read once: routes ask on every request.
+    static READS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    let reads = READS.get_or_init(|| {
+        okfit_tools::catalogue()
+            .into_iter()
+            .filter(|t| t.access == Access::Read)
+            .map(|t| t.name)
+            .collect()
+    });
+    if reads.contains(&name) {
+        Effect::Read
+    } else {
+        Effect::Write
     }
 }
 

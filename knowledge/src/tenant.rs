@@ -217,15 +217,7 @@ impl Loaded {
                     view.index.forget(slot);
                 }
             }
-            for r in rows {
-                let nav = r.compiled.nav;
-                let slot = view
-                    .model
-                    .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
-                if !nav {
-                    view.index.set_doc_len(slot, r.len);
-                }
-            }
+            view.upsert_rows(rows);
             // Concepts renamed by those commits were re-indexed there (the
             // id is a searched field): read their new lengths too.
             for slot in view.model.settle() {
@@ -240,16 +232,7 @@ impl Loaded {
         }
         let (head, rows) = store.load()?;
         let mut view = View::new(tenant, false);
-        for r in rows {
-            let len = r.len;
-            let nav = r.compiled.nav;
-            let slot = view
-                .model
-                .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
-            if !nav {
-                view.index.set_doc_len(slot, len);
-            }
-        }
+        view.upsert_rows(rows);
         view.model.settle();
         self.view = Some(view);
         self.head = head;

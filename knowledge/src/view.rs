@@ -59,6 +59,20 @@ impl View {
         Ok(text)
     }
 
+    /// Puts stored rows into the model, with the search length of each
+    /// concept (a store keeps postings on disk, lengths in memory).
+    pub(crate) fn upsert_rows(&mut self, rows: Vec<okfit_store::sqlite::DocRow>) {
+        for r in rows {
+            let nav = r.compiled.nav;
+            let slot = self
+                .model
+                .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
+            if !nav {
+                self.index.set_doc_len(slot, r.len);
+            }
+        }
+    }
+
     /// The search terms of the document in `slot` whose source is `text`.
     pub(crate) fn terms(&self, slot: u32, text: &str) -> Option<DocTerms> {
         let (names, fields) = self.model.search_fields(slot)?;
