@@ -10,8 +10,7 @@ use crate::state::Daemon;
 use okfit_knowledge::kb::Knowledge;
 use okfit_store::change::{sha256_hex, Change, Pre};
 use okfit_store::error::Error;
-use okfit_store::walk::walk;
-use okfit_store::watch::Watch;
+use okfit_store::live::LiveFolder;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,37 +45,70 @@ fn write_baseline(data: &Path, tenant: &str, base: &BTreeMap<Key, String>) {
     }
 }
 
-/// The documents of a sources folder: `(bundle, path) → bytes`.
-fn read_folder(dir: &Path) -> Result<BTreeMap<Key, Vec<u8>>, Error> {
-    let mut out = BTreeMap::new();
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| Error::Io(format!("cannot read {} ({e})", dir.display())))?;
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.')
-            || name == "node_modules"
-            || !e.file_type().is_ok_and(|t| t.is_dir())
-        {
-            continue;
+/// The `(bundle, path)` a file of a sources folder stands for: a Markdown
+/// document in an immediate subfolder named like a bundle.
+fn key(rel: &str) -> Option<Key> {
+    let (bundle, path) = rel.split_once('/')?;
+    let ok = okfit_core::kb::names::check_bundle(bundle).is_ok()
+        && path.to_ascii_lowercase().ends_with(".md")
+        && okfit_core::kb::names::check_path(path).is_ok();
+    ok.then(|| (bundle.to_string(), path.to_string()))
+}
+
+/// A sources folder, read live: the hash of every document as last read.
+/// Its [`LiveFolder`] says which files changed, so a sync reads only
+/// those.
+struct Folder {
+    live: LiveFolder,
+    hashes: BTreeMap<Key, String>,
+}
+
+impl Folder {
+    fn new(root: &Path) -> Folder {
+        Folder {
+            live: LiveFolder::new(root.to_path_buf()),
+            hashes: BTreeMap::new(),
         }
-        if okfit_core::kb::names::check_bundle(&name).is_err() {
-            continue;
-        }
-        let walked = okfit_store::walk::walk(&e.path())?;
-        for (rel, abs) in walked.files {
-            if !rel.to_ascii_lowercase().ends_with(".md")
-                || okfit_core::kb::names::check_path(&rel).is_err()
-            {
-                continue;
+    }
+
+    fn path(&self, k: &Key) -> PathBuf {
+        self.live.root().join(&k.0).join(&k.1)
+    }
+
+    /// Reads the document `k` if it is UTF-8 text.
+    fn bytes(&self, k: &Key) -> Option<Vec<u8>> {
+        std::fs::read(self.path(k))
+            .ok()
+            .filter(|b| std::str::from_utf8(b).is_ok())
+    }
+
+    /// Reads the documents that changed since the last refresh.
+    fn refresh(&mut self) -> Result<(), Error> {
+        let Some(delta) = self.live.refresh()? else {
+            return Ok(());
+        };
+        for rel in &delta.gone {
+            if let Some(k) = key(rel) {
+                self.hashes.remove(&k);
             }
-            if let Ok(b) = std::fs::read(&abs) {
-                if std::str::from_utf8(&b).is_ok() {
-                    out.insert((name.clone(), rel), b);
+        }
+        for (rel, abs) in &delta.changed {
+            let Some(k) = key(rel) else { continue };
+            match std::fs::read(abs) {
+                Ok(b) if std::str::from_utf8(&b).is_ok() => {
+                    self.hashes.insert(k, sha256_hex(&b));
+                }
+                Ok(_) => {
+                    self.hashes.remove(&k);
+                }
+                Err(_) => {
+                    self.hashes.remove(&k);
+                    self.live.forget(rel);
                 }
             }
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// What one sync did.
@@ -91,8 +123,8 @@ pub struct Synced {
 }
 
 /// Brings a tenant up to date with its folder.
-pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<Synced, Error> {
-    let files = read_folder(folder)?;
+fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &mut Folder) -> Result<Synced, Error> {
+    folder.refresh()?;
     let db: BTreeMap<Key, String> = match kb.list_sources() {
         Ok(v) => v.into_iter().map(|(b, p, h)| ((b, p), h)).collect(),
         Err(Error::NoTenant(_)) => BTreeMap::new(),
@@ -102,17 +134,22 @@ pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<
     let mut changes = vec![];
     let mut conflicts = vec![];
     let mut next = base.clone();
-    for (k, bytes) in &files {
-        let h = sha256_hex(bytes);
+    for (k, h) in &folder.hashes {
         let dbh = db.get(k);
         let old = base.get(k);
-        if dbh == Some(&h) {
-            next.insert(k.clone(), h);
+        if dbh == Some(h) {
+            next.insert(k.clone(), h.clone());
             continue;
         }
-        if old == Some(&h) {
+        if old == Some(h) {
             continue; // the folder did not change: the store's edit stays
         }
+        // Read again to import: a file changed since is imported as it is
+        // now (its event brings another sync).
+        let Some(bytes) = folder.bytes(k) else {
+            continue;
+        };
+        let h = sha256_hex(&bytes);
         match (dbh, old) {
             (None, None) => changes.push(Change {
                 bundle: k.0.clone(),
@@ -140,7 +177,7 @@ pub fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &Path) -> Result<
         next.insert(k.clone(), h);
     }
     for (k, old) in &base {
-        if files.contains_key(k) {
+        if folder.hashes.contains_key(k) {
             continue;
         }
         match db.get(k) {
@@ -229,37 +266,31 @@ pub fn start(daemon: &Arc<Daemon>, data: &Path, debounce_ms: u64) -> Result<usiz
             )));
         }
         let kb = daemon.tenant(&tenant)?.writer().clone();
-        let r = sync(&kb, data, &tenant, &folder);
+        let mut live = Folder::new(&folder);
+        let r = sync(&kb, data, &tenant, &mut live);
         report(&tenant, &folder, &r);
+        if !live.live.watching() {
+            return Err(Error::Io(format!("cannot watch {}", folder.display())));
+        }
         eprintln!("watching {} for tenant {tenant}", folder.display());
-        watch(kb, data.to_path_buf(), tenant, folder, debounce_ms)?;
+        watch(kb, data.to_path_buf(), tenant, live, debounce_ms);
         n += 1;
     }
     Ok(n)
 }
 
-fn watch(
-    kb: Arc<Knowledge>,
-    data: PathBuf,
-    tenant: String,
-    folder: PathBuf,
-    debounce_ms: u64,
-) -> Result<(), Error> {
-    let cannot = || Error::Io(format!("cannot watch {}", folder.display()));
-    let mut w = Watch::new(&walk(&folder)?.dirs).ok_or_else(cannot)?;
+fn watch(kb: Arc<Knowledge>, data: PathBuf, tenant: String, mut folder: Folder, debounce_ms: u64) {
     std::thread::spawn(move || loop {
-        if !w.changed() {
-            w.wait(None);
+        if !folder.live.poll() {
+            folder.live.wait(None);
         }
         // Debounce: wait until the folder is quiet.
-        while w.wait(Some(Duration::from_millis(debounce_ms))) {}
-        let r = sync(&kb, &data, &tenant, &folder);
-        report(&tenant, &folder, &r);
-        // Directories made since the last walk get watches of their own;
-        // covering one counts as a change, so the loop syncs again.
-        if let Ok(walked) = walk(&folder) {
-            w.cover(&walked.dirs);
-        }
+        while folder.live.wait(Some(Duration::from_millis(debounce_ms))) {}
+        // The waits consumed the events: look at the folder regardless.
+        // New directories are covered by the walk, and covering one counts
+        // as a change, so the loop syncs again.
+        folder.live.touch();
+        let r = sync(&kb, &data, &tenant, &mut folder);
+        report(&tenant, folder.live.root(), &r);
     });
-    Ok(())
 }

@@ -2,46 +2,35 @@
 //! store tenant, kept current, answering `manifest`, `search`, `get` and
 //! `snapshot`, and committing changes.
 //!
-//! A folder connection reads the files live (a folder watch says when to
-//! re-check metadata; unchanged files are never parsed again). A store
+//! A folder connection reads the files through the folder's one live view
+//! ([`crate::folder`]: a watch says when to re-check metadata; unchanged
+//! files are never parsed again). A store
 //! connection loads the compiled rows once, catches up with commits made
 //! by other processes before each answer, and reads search postings for
 //! the words asked about.
 
+use crate::documents::{Bodies, Documents};
+use crate::folder::{FolderKb, Model};
 use crate::options::GetOptions;
-use crate::project::Stamp;
 use crate::tenant::{Loaded, StoreKb};
 use crate::view::View;
 use okfit_core::kb::compile::{self, Compiled};
 use okfit_core::kb::model::{self, Entry};
 use okfit_core::kb::names;
-use okfit_core::kb::search::{self, DocTerms};
+use okfit_core::kb::search;
 use okfit_core::time::Instant;
-use okfit_store::beneath::{Dir, Root};
+use okfit_store::beneath::Root;
 use okfit_store::change::{
-    check_precondition, sha256_hex, Change, CommitError, Committed, Finding, Pre, RevisionPage,
-    MAX_CHANGES, MAX_DOCUMENT_BYTES, MAX_GET_IDS, MAX_TRANSACTION_BYTES,
+    sha256_hex, Change, CommitError, Committed, Finding, Pre, RevisionPage, MAX_CHANGES,
+    MAX_DOCUMENT_BYTES, MAX_GET_IDS, MAX_TRANSACTION_BYTES,
 };
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
 use okfit_store::sqlite::{SqliteStore, Storage};
 use okfit_store::walk;
-use okfit_store::watch::Watch;
 use rayon::prelude::*;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-
-struct FolderKb {
-    root: PathBuf,
-    view: Option<View>,
-    texts: HashMap<String, Arc<str>>,
-    terms: HashMap<u32, DocTerms>,
-    stamps: HashMap<String, Stamp>,
-    watch: Option<Watch>,
-    /// Our own commit changed files: re-check without waiting for events.
-    stale: bool,
-}
 
 enum Backend {
     Folder(Box<FolderKb>),
@@ -77,98 +66,6 @@ pub fn folder_bundle_name(path: &Path) -> Result<String, Error> {
     Ok(name)
 }
 
-fn read_text(path: &Path) -> Option<Arc<str>> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(Arc::from(String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-impl FolderKb {
-    fn refresh(&mut self, name: &str) -> Result<(), Error> {
-        let forced = std::mem::take(&mut self.stale);
-        if self.view.is_some() && !forced {
-            if let Some(w) = self.watch.as_mut() {
-                if !w.changed() {
-                    return Ok(());
-                }
-            }
-        }
-        let walked = walk::walk(&self.root)?;
-        let md: Vec<(String, PathBuf)> = walked
-            .files
-            .into_iter()
-            .filter(|(rel, _)| rel.ends_with(".md"))
-            .collect();
-        // Watch every directory: new ones appear with new files.
-        if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
-            self.watch = Watch::new(&walked.dirs);
-        }
-        let view = self.view.get_or_insert_with(|| View::new(name, true));
-        let mut changed: Vec<(String, PathBuf, Stamp)> = vec![];
-        let mut seen: std::collections::HashSet<&str> = Default::default();
-        for (rel, abs) in &md {
-            seen.insert(rel.as_str());
-            let Some(st) = Stamp::of(abs) else { continue };
-            if self.stamps.get(rel) != Some(&st) {
-                changed.push((rel.clone(), abs.clone(), st));
-            }
-        }
-        let gone: Vec<String> = self
-            .stamps
-            .keys()
-            .filter(|k| !seen.contains(k.as_str()))
-            .cloned()
-            .collect();
-        if changed.is_empty() && gone.is_empty() {
-            return Ok(());
-        }
-        let parsed: Vec<(String, Stamp, Arc<str>, Compiled)> = changed
-            .into_par_iter()
-            .filter_map(|(rel, abs, st)| {
-                let text = read_text(&abs)?;
-                let c = compile::compile(&rel, &text);
-                Some((rel, st, text, c))
-            })
-            .collect();
-        let mut touched: Vec<u32> = vec![];
-        for rel in gone {
-            self.stamps.remove(&rel);
-            self.texts.remove(&rel);
-            if let Some((slot, _)) = view.model.remove(name, &rel) {
-                if let Some(t) = self.terms.remove(&slot) {
-                    view.index.remove(slot, &t);
-                }
-            }
-        }
-        for (rel, st, text, c) in parsed {
-            self.stamps.insert(rel.clone(), st);
-            let hash = sha256_hex(text.as_bytes());
-            let (slot, _) = view.model.upsert(name, &rel, &hash, c);
-            self.texts.insert(rel, text);
-            touched.push(slot);
-        }
-        touched.extend(view.model.settle());
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
-            if let Some(t) = self.terms.remove(&slot) {
-                view.index.remove(slot, &t);
-            }
-            let text = view
-                .model
-                .entry(slot)
-                .and_then(|e| self.texts.get(&e.path))
-                .cloned();
-            if let Some(text) = text {
-                if let Some(t) = view.terms(slot, &text) {
-                    view.index.insert(slot, &t);
-                    self.terms.insert(slot, t);
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 fn now_or(now: Option<Instant>) -> Instant {
     now.unwrap_or_else(okfit_store::clock::wall_clock)
 }
@@ -191,15 +88,7 @@ impl Knowledge {
                 let name = folder_bundle_name(path)?;
                 (
                     name,
-                    Backend::Folder(Box::new(FolderKb {
-                        root: path.clone(),
-                        view: None,
-                        texts: HashMap::new(),
-                        terms: HashMap::new(),
-                        stamps: HashMap::new(),
-                        watch: None,
-                        stale: false,
-                    })),
+                    Backend::Folder(Box::new(FolderKb::new(path.clone()))),
                 )
             }
             Dsn::Store { tenant, .. } => (
@@ -317,11 +206,7 @@ impl Knowledge {
         let mut guard = self.lock();
         match &mut *guard {
             Backend::Folder(fk) => {
-                fk.refresh(&self.name)?;
-                let FolderKb { view, texts, .. } = &mut **fk;
-                let view = view
-                    .as_mut()
-                    .ok_or_else(|| Error::Store("no view".into()))?;
+                let Model { view, texts, .. } = fk.model(&self.name)?;
                 let mut body = |e: &Entry| -> Option<Arc<str>> { texts.get(&e.path).cloned() };
                 f(view, &mut body)
             }
@@ -454,12 +339,14 @@ impl Knowledge {
                     return Ok(None);
                 }
                 let shown = format!("{bundle}/{path}");
-                let bytes = match Root::open(&fk.root)?.read(path, &shown) {
+                let root = fk.root();
+                let bytes = match Root::open(root)?.read(path, &shown) {
                     // A file link is read as the walk reads it: only when
                     // its target stays inside the folder.
                     Err(e @ Error::Symlink { .. }) => {
-                        let root = std::fs::canonicalize(&fk.root).unwrap_or(fk.root.clone());
-                        let Some(t) = walk::linked_file(&root, &fk.root.join(path)) else {
+                        let canon =
+                            std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+                        let Some(t) = walk::linked_file(&canon, &root.join(path)) else {
                             return Err(e);
                         };
                         Some(
@@ -606,127 +493,81 @@ impl Knowledge {
     }
 }
 
-impl FolderKb {
-    /// Writes files in the bundle folder: every precondition is checked
-    /// first; each file is written to a temporary file in its directory
-    /// and renamed over the target, so a reader sees old or new bytes.
-    fn commit(&mut self, name: &str, changes: &[Change]) -> Result<Committed, CommitError> {
-        let root = Root::open(&self.root)?;
-        let shown: Vec<String> = changes
-            .iter()
-            .map(|c| format!("{}/{}", c.bundle, c.path))
-            .collect();
-        let mut current: Vec<Option<Vec<u8>>> = vec![];
-        for (i, c) in changes.iter().enumerate() {
-            if c.bundle != name {
-                return Err(Error::Refused(format!(
-                    "no bundle \"{}\" in this folder connection: it serves the bundle \"{name}\"",
-                    c.bundle
-                ))
-                .into());
-            }
-            let bytes = root.read(&c.path, &shown[i])?;
-            let hash = bytes.as_deref().map(sha256_hex);
-            if let Err(failure) = check_precondition(c, hash.as_deref()) {
-                return Err(CommitError::Precondition { index: i, failure });
-            }
-            current.push(bytes);
+/// Project mode: the bundle folder's parsed documents, kept by the same
+/// live view of the folder as the read model (see [`crate::folder`]).
+impl Knowledge {
+    /// Opens the bundle folder `root` for project mode. Unlike
+    /// [`Knowledge::from_dsn`] it opens before the folder exists and
+    /// whatever its name: the first read reports a missing folder, and
+    /// [`crate::live::Live::knowledge`] refuses a name that is no bundle
+    /// name before the knowledge tools read it.
+    pub fn project_folder(root: PathBuf) -> Knowledge {
+        let name = root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        Knowledge {
+            dsn: Dsn::Folder { path: root.clone() },
+            name,
+            now: None,
+            inner: Mutex::new(Backend::Folder(Box::new(FolderKb::new(root)))),
+            store: None,
+            remote: None,
         }
-        // Stage every new file (in its own directory, reached without
-        // following a link) before touching any target.
-        let mut staged: Vec<(Dir, Option<String>)> = vec![];
-        let cleanup = |staged: &[(Dir, Option<String>)]| {
-            for (d, t) in staged {
-                if let Some(t) = t {
-                    d.remove_quiet(t);
-                }
-            }
+    }
+
+    /// Brings the folder up to date and runs `f` over its documents,
+    /// parsed with `project`'s config, with the bodies `bodies` asks for
+    /// scanned. Refused for connections that are no folder.
+    pub fn documents<R>(
+        &self,
+        project: &Arc<okfit_store::discover::Project>,
+        bodies: Bodies<'_>,
+        f: impl FnOnce(&Documents) -> R,
+    ) -> Result<R, Error> {
+        let mut guard = self.lock();
+        let Backend::Folder(fk) = &mut *guard else {
+            return Err(Error::Refused(
+                "the bundle tools read a bundle folder, not this connection".into(),
+            ));
         };
-        for (n, c) in changes.iter().enumerate() {
-            let (d, file) = Root::split(&c.path);
-            let dir = match root.dir(d, c.content.is_some(), &shown[n]) {
-                Ok(Some(dir)) => dir,
-                Ok(None) => {
-                    cleanup(&staged);
-                    return Err(Error::Io(format!(
-                        "cannot remove {}: its folder is gone",
-                        shown[n]
-                    ))
-                    .into());
-                }
-                Err(e) => {
-                    cleanup(&staged);
-                    return Err(e.into());
-                }
-            };
-            let tmp = match &c.content {
-                Some(bytes) => match dir.stage(file, n, bytes) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        cleanup(&staged);
-                        return Err(e.into());
-                    }
-                },
-                None => None,
-            };
-            staged.push((dir, tmp));
+        Ok(f(fk.documents(&self.name, project, bodies)?))
+    }
+
+    /// Asks the folder's watch whether files changed since the last
+    /// refresh, without waiting for a call in progress (`None` then, and
+    /// for connections that are no folder). False before the first read.
+    pub fn poll(&self) -> Option<bool> {
+        let mut guard = match self.inner.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        match &mut *guard {
+            Backend::Folder(fk) => Some(fk.poll()),
+            _ => None,
         }
-        let mut done: Vec<usize> = vec![];
-        let mut failure = None;
-        for (i, c) in changes.iter().enumerate() {
-            let (_, file) = Root::split(&c.path);
-            let (dir, tmp) = &staged[i];
-            let r = match tmp {
-                Some(tmp) => dir.replace(tmp, file, &shown[i]),
-                None => dir.remove(file, &shown[i]),
-            };
-            match r {
-                Ok(()) => done.push(i),
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
+    }
+
+    /// Counts the changes to the set of concept ids the folder's documents
+    /// have seen (0 for other connections): a change is due a
+    /// `notifications/resources/list_changed`.
+    pub fn generation(&self) -> u64 {
+        match &*self.lock() {
+            Backend::Folder(fk) => fk.generation(),
+            _ => 0,
         }
-        if let Some(e) = failure {
-            // Put back what was already replaced.
-            for i in done {
-                let (_, file) = Root::split(&changes[i].path);
-                let (dir, _) = &staged[i];
-                match &current[i] {
-                    Some(old) => {
-                        if let Ok(t) = dir.stage(file, i, old) {
-                            if dir.replace(&t, file, &shown[i]).is_err() {
-                                dir.remove_quiet(&t);
-                            }
-                        }
-                    }
-                    None => dir.remove_quiet(file),
-                }
-            }
-            cleanup(&staged);
-            return Err(e.into());
+    }
+
+    /// How many Markdown files the folder behind this knowledge has read
+    /// since it opened (0 for other connections): each changed file once,
+    /// whichever layers it feeds.
+    pub fn reads(&self) -> u64 {
+        match &*self.lock() {
+            Backend::Folder(fk) => fk.reads(),
+            _ => 0,
         }
-        for (dir, _) in &staged {
-            dir.sync();
-        }
-        // Files changed: look at the folder again even before the event.
-        self.stale = true;
-        self.refresh(name)?;
-        let view = self
-            .view
-            .as_ref()
-            .ok_or_else(|| Error::Store("no view".into()))?;
-        Ok(Committed {
-            revision: None,
-            snapshot: view.model.snapshot(),
-            concepts: view.model.concepts(),
-            bundles: view.model.bundles().iter().map(|s| s.to_string()).collect(),
-            hashes: changes
-                .iter()
-                .map(|c| c.content.as_deref().map(sha256_hex))
-                .collect(),
-        })
     }
 }
 

@@ -5,6 +5,8 @@
 
 #![warn(missing_docs)]
 
+pub mod documents;
+mod folder;
 pub mod kb;
 pub mod live;
 pub mod options;

@@ -1,38 +1,54 @@
-//! The live bundle behind the MCP server: parsed once, kept in memory, and
-//! refreshed before each answer from the files whose metadata changed.
-//! A [`Watch`] on every bundle directory says whether anything changed
-//! (exactly on Linux, where a change made before a request is always seen
-//! by it; elsewhere every call re-checks file metadata).
+//! The project's bundle kept live for the MCP server: one view of the
+//! bundle folder for every tool and resource.
+//!
+//! Config discovery (re-read when its file changes) decides the bundle
+//! folder; a folder [`Knowledge`] ([`Knowledge::project_folder`], or the
+//! server's own folder connection when it serves that folder) keeps the
+//! folder's one set of stamps and one watch, and from them both the parsed
+//! documents (the bundle tools, the concept resources) and, once a
+//! knowledge tool or `okf://manifest` asks, the read model. On Linux a
+//! change made before a request is always seen by it; elsewhere every call
+//! re-checks file metadata.
 
-use crate::project::{self, LoadOptions, Stamp};
+use crate::documents::{Bodies, Documents};
+use crate::kb::{folder_bundle_name, Knowledge};
+use crate::project::Stamp;
 use okfit_core::bundle::Bundle;
-use okfit_core::doc::{self, Document, ParseOptions};
 use okfit_store::discover::{self, Project};
+use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
-use okfit_store::walk;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use okfit_store::watch::Watch;
-
-fn stamp(p: &Path) -> Option<Stamp> {
-    Stamp::of(p)
-}
-
-struct Loaded {
-    project: Project,
-    config_stamp: Option<Stamp>,
-    bundle: Bundle,
-    stamps: HashMap<String, Stamp>,
-}
-
-/// The project's bundle, kept fresh.
+/// The project's bundle, kept fresh. Shared by reference: a call holds the
+/// bundle only while it reads it.
 pub struct Live {
     start: PathBuf,
-    loaded: Option<Loaded>,
-    watch: Option<Watch>,
-    pending: bool,
-    unannounced: bool,
+    /// A folder connection this view may serve from (see [`Live::sharing`]).
+    shared: Option<Arc<Knowledge>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The project as last resolved, with its config file's stamp.
+    project: Option<(Arc<Project>, Option<Stamp>)>,
+    /// The bundle folder of that project.
+    kb: Option<Arc<Knowledge>>,
+    /// The folder's generation when the set of concepts was last announced.
+    announced: u64,
+    /// The config moved the bundle to another folder since the last
+    /// announcement.
+    moved: bool,
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// True when `kb` is a folder connection over `root` (canonical).
+fn serves(kb: &Knowledge, root: &Path) -> bool {
+    matches!(kb.dsn(), Dsn::Folder { path } if canonical(path) == root)
 }
 
 impl Live {
@@ -40,61 +56,20 @@ impl Live {
     pub fn new(start: PathBuf) -> Live {
         Live {
             start,
-            loaded: None,
-            watch: None,
-            pending: false,
-            unannounced: false,
+            shared: None,
+            state: Mutex::new(State::default()),
         }
     }
 
-    /// True when files changed since the last refresh (always true where no
-    /// watch is available). Consumes the pending change events.
-    pub fn poll(&mut self) -> bool {
-        self.pending |= self.watch.as_mut().is_none_or(Watch::changed);
-        self.loaded.is_some() && self.pending
+    /// Serves from `kb`, a folder connection, when the project's bundle is
+    /// its folder, instead of opening the folder a second time.
+    pub fn sharing(mut self, kb: Arc<Knowledge>) -> Live {
+        self.shared = Some(kb);
+        self
     }
 
-    /// Scans the bodies of `only` (a bundle-relative path), or of every
-    /// document, that were parsed without them; body links and slugs are
-    /// needed by the link graph and by `get_concept`.
-    pub fn fill_bodies(&mut self, only: Option<&str>) -> Result<(), Error> {
-        let Some(l) = self.loaded.as_mut() else {
-            return Ok(());
-        };
-        let pending: Vec<String> = match only {
-            Some(p) => l
-                .bundle
-                .doc(p)
-                .filter(|d| d.body_pending)
-                .map(|d| vec![d.path.clone()])
-                .unwrap_or_default(),
-            None => l.bundle.bodies_pending(),
-        };
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let root = l.project.bundle_root.clone();
-        use rayon::prelude::*;
-        let scanned: Vec<(String, Vec<doc::Link>, Vec<String>)> = pending
-            .par_iter()
-            .filter_map(|p| {
-                let bytes = std::fs::read(root.join(p)).ok()?;
-                let (links, slugs) = doc::body_links(&String::from_utf8_lossy(&bytes));
-                Some((p.clone(), links, slugs))
-            })
-            .collect();
-        for (p, links, slugs) in scanned {
-            l.bundle.fill_body(&p, links, slugs);
-        }
-        Ok(())
-    }
-
-    /// The bundle as the last [`Live::fresh`] left it (no refresh).
-    pub fn current(&self) -> Result<(&Project, &Bundle), Error> {
-        self.loaded
-            .as_ref()
-            .map(|l| (&l.project, &l.bundle))
-            .ok_or_else(|| Error::Io("bundle not loaded".into()))
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Resolves the project (config discovery) without loading the bundle.
@@ -102,139 +77,79 @@ impl Live {
         discover::resolve(None, &self.start, None)
     }
 
-    /// Brings the bundle up to date and returns it with its project.
-    pub fn fresh(&mut self) -> Result<(&Project, &Bundle), Error> {
-        // The config is re-read only when discovery finds another file or
-        // the file's metadata changed.
+    /// The project and its bundle folder, re-resolved when discovery finds
+    /// another config file or the file's metadata changed.
+    fn current(&self) -> Result<(Arc<Project>, Arc<Knowledge>), Error> {
+        let mut st = self.lock();
         let (found, _) = discover::find(&discover::absolute(&self.start));
-        let cstamp = found.as_deref().and_then(stamp);
-        let same_config = self
-            .loaded
+        let cstamp = found.as_deref().and_then(Stamp::of);
+        let same = st
+            .project
             .as_ref()
-            .is_some_and(|l| l.project.config_path == found && l.config_stamp == cstamp);
-        if !same_config {
+            .is_some_and(|(p, s)| p.config_path == found && *s == cstamp);
+        if !same {
             let project = self.project()?;
-            let cstamp = project.config_path.as_deref().and_then(stamp);
-            let before: Option<Vec<String>> = self.loaded.as_ref().map(|l| ids(&l.bundle));
-            self.loaded = None;
-            // Watch first, so a change made during the load is not missed.
-            let walked = walk::walk(&project.bundle_root)?;
-            self.watch = Watch::new(&walked.dirs);
-            self.pending = false;
-            let loaded = load_full(project, walked, cstamp)?;
-            self.unannounced |= before.is_some_and(|b| b != ids(&loaded.bundle));
-            self.loaded = Some(loaded);
-        } else if self.poll() {
-            self.pending = false;
-            if let Some(l) = self.loaded.as_mut() {
-                let walked = walk::walk(&l.project.bundle_root)?;
-                // A directory new since the last walk counts as a change
-                // (see Watch::cover), so nothing written into it is missed.
-                if let Some(w) = self.watch.as_mut() {
-                    if !w.cover(&walked.dirs) {
-                        self.watch = None;
-                    }
-                }
-                self.unannounced |= refresh(l, walked)?;
+            let cstamp = project.config_path.as_deref().and_then(Stamp::of);
+            let root = canonical(&project.bundle_root);
+            if !st.kb.as_ref().is_some_and(|k| serves(k, &root)) {
+                let kb = match &self.shared {
+                    Some(k) if serves(k, &root) => k.clone(),
+                    _ => Arc::new(Knowledge::project_folder(root)),
+                };
+                st.moved |= st.kb.is_some();
+                st.announced = kb.generation();
+                st.kb = Some(kb);
             }
+            st.project = Some((Arc::new(project), cstamp));
         }
-        self.current()
+        match (&st.project, &st.kb) {
+            (Some((p, _)), Some(kb)) => Ok((p.clone(), kb.clone())),
+            _ => Err(Error::Io("bundle not loaded".into())),
+        }
+    }
+
+    /// Brings the bundle up to date, scans the bodies `bodies` asks for,
+    /// and runs `f` over the bundle with its project.
+    pub fn read<R>(
+        &self,
+        bodies: Bodies<'_>,
+        f: impl FnOnce(&Project, &Bundle) -> R,
+    ) -> Result<R, Error> {
+        let (project, kb) = self.current()?;
+        kb.documents(&project, bodies, |d: &Documents| f(&project, d.bundle()))
+    }
+
+    /// The knowledge behind `okf://manifest` and the knowledge tools in
+    /// project mode: the bundle folder these documents come from. Refused
+    /// when the folder is missing or its name is no bundle name.
+    pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
+        let (project, kb) = self.current()?;
+        let root = &project.bundle_root;
+        if !root.is_dir() {
+            return Err(Error::BundleNotDirectory(root.clone()));
+        }
+        folder_bundle_name(&canonical(root))?;
+        Ok(kb)
+    }
+
+    /// True when files may have changed since the last refresh (false
+    /// before the first, and while a call holds the folder: that call
+    /// refreshes). Consumes the watch's events.
+    pub fn poll(&self) -> bool {
+        let kb = match self.state.try_lock() {
+            Ok(st) => st.kb.clone(),
+            Err(_) => return false,
+        };
+        kb.and_then(|k| k.poll()).unwrap_or(false)
     }
 
     /// Whether the set of concepts changed since this was last asked (then
-    /// `notifications/resources/list_changed` is due).
-    pub fn take_change(&mut self) -> bool {
-        std::mem::take(&mut self.unannounced)
+    /// `notifications/resources/list_changed` is due), as of the last read.
+    pub fn take_change(&self) -> bool {
+        let mut st = self.lock();
+        let generation = st.kb.as_ref().map_or(0, |k| k.generation());
+        let changed = std::mem::take(&mut st.moved) || generation != st.announced;
+        st.announced = generation;
+        changed
     }
-}
-
-fn ids(b: &Bundle) -> Vec<String> {
-    b.concepts().map(|(_, c)| c.id.clone()).collect()
-}
-
-fn parse_opts(project: &Project) -> ParseOptions<'_> {
-    ParseOptions {
-        config: &project.config,
-        now: None,
-        keep_frontmatter: false,
-        digests: false,
-        diagnostics: false,
-        skip_body: true,
-    }
-}
-
-fn load_full(
-    project: Project,
-    walked: walk::Walked,
-    config_stamp: Option<Stamp>,
-) -> Result<Loaded, Error> {
-    // Frontmatter mappings are not kept (get_concept re-reads its one file),
-    // which keeps a 10,000-concept bundle well under 100 MB.
-    let opts = LoadOptions {
-        no_diagnostics: true,
-        stamps: true,
-        ..LoadOptions::default()
-    };
-    // `now: None`: staleness is computed per call, not baked into the parse.
-    let loaded = project::load_walked(&project, walked, &opts)?;
-    let root = &project.bundle_root;
-    let mut stamps: HashMap<String, Stamp> = loaded.stamps.into_iter().collect();
-    for a in &loaded.bundle.assets {
-        if let Some(s) = stamp(&root.join(a)) {
-            stamps.insert(a.clone(), s);
-        }
-    }
-    Ok(Loaded {
-        project,
-        config_stamp,
-        bundle: loaded.bundle,
-        stamps,
-    })
-}
-
-/// Re-parses only the walked files whose metadata changed; true when the
-/// set of concepts changed.
-fn refresh(l: &mut Loaded, walked: walk::Walked) -> Result<bool, Error> {
-    let root = l.project.bundle_root.clone();
-    let mut stamps = HashMap::with_capacity(walked.files.len());
-    let mut changed: Vec<(String, PathBuf)> = vec![];
-    for (rel, abs) in &walked.files {
-        let Some(s) = stamp(abs) else { continue };
-        if l.stamps.get(rel) != Some(&s) {
-            changed.push((rel.clone(), abs.clone()));
-        }
-        stamps.insert(rel.clone(), s);
-    }
-    let removed = l.stamps.keys().any(|k| !stamps.contains_key(k));
-    if changed.is_empty() && !removed {
-        return Ok(false);
-    }
-    let before = ids(&l.bundle);
-    let bundle = std::mem::replace(&mut l.bundle, Bundle::from_parts(vec![], vec![]));
-    let (docs, _) = bundle.into_parts();
-    let mut by_path: HashMap<String, Document> = docs
-        .into_iter()
-        .filter(|d| stamps.contains_key(&d.path))
-        .map(|d| (d.path.clone(), d))
-        .collect();
-    let opts = parse_opts(&l.project);
-    for (rel, abs) in &changed {
-        if rel.ends_with(".md") {
-            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
-                rel: rel.clone(),
-                root: root.clone(),
-                source: e,
-            })?;
-            by_path.insert(rel.clone(), doc::parse(rel, &bytes, &opts));
-        }
-    }
-    let assets = walked
-        .files
-        .iter()
-        .filter(|(p, _)| !p.ends_with(".md"))
-        .map(|(p, _)| p.clone())
-        .collect();
-    l.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
-    l.stamps = stamps;
-    Ok(before != ids(&l.bundle))
 }

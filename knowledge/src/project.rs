@@ -9,39 +9,7 @@ use okfit_store::error::Error;
 use okfit_store::walk;
 use rayon::prelude::*;
 
-/// What identifies a file version without reading it: length and mtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
-    /// Length in bytes.
-    pub len: u64,
-    /// Last modification time, where the platform has one.
-    pub modified: Option<std::time::SystemTime>,
-}
-
-impl Stamp {
-    /// The stamp of the file at `p` now.
-    pub fn of(p: &std::path::Path) -> Option<Stamp> {
-        std::fs::metadata(p).ok().map(|m| Stamp::from_meta(&m))
-    }
-
-    fn from_meta(m: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            len: m.len(),
-            modified: m.modified().ok(),
-        }
-    }
-}
-
-/// Reads a file and stamps it from the same open handle.
-fn read_stamped(p: &std::path::Path) -> std::io::Result<(Vec<u8>, Stamp)> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(p)?;
-    let meta = f.metadata()?;
-    // One spare byte lets read_to_end see EOF without growing the buffer.
-    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
-    f.read_to_end(&mut bytes)?;
-    Ok((bytes, Stamp::from_meta(&meta)))
-}
+pub use okfit_store::live::Stamp;
 
 /// What to load.
 #[derive(Clone, Debug, Default)]
@@ -58,8 +26,6 @@ pub struct LoadOptions {
     /// Skip lint findings, ranges and body scans: the bundle only answers
     /// queries and fills bodies in on demand ([`okfit_core::doc::body_links`]).
     pub no_diagnostics: bool,
-    /// Record each Markdown file's [`Stamp`] in [`Loaded::stamps`].
-    pub stamps: bool,
 }
 
 /// A loaded bundle and the findings the walk made.
@@ -70,8 +36,6 @@ pub struct Loaded {
     pub extra: Vec<Diagnostic>,
     /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
     pub repo: Option<Option<okfit_store::git::Repo>>,
-    /// The stamp of every Markdown file read from disk, when asked for.
-    pub stamps: Vec<(String, Stamp)>,
 }
 
 /// Walks and parses the project's bundle.
@@ -116,25 +80,18 @@ pub fn load_walked(
         .files
         .into_iter()
         .partition(|(p, _)| bundle::is_document(p));
-    let stamps = std::sync::Mutex::new(Vec::new());
     let mut docs: Vec<doc::Document> = md
         .par_iter()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
         .map(|(rel, abs)| {
-            let (bytes, stamp) = read_stamped(abs).map_err(|e| Error::FileUnreadable {
+            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
                 rel: rel.clone(),
                 root: root.clone(),
                 source: e,
             })?;
-            if opts.stamps {
-                if let Ok(mut s) = stamps.lock() {
-                    s.push((rel.clone(), stamp));
-                }
-            }
             Ok(doc::parse(rel, &bytes, &popts))
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    let stamps = stamps.into_inner().unwrap_or_default();
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }
@@ -172,7 +129,6 @@ pub fn load_walked(
         bundle,
         extra,
         repo,
-        stamps,
     })
 }
 

@@ -328,7 +328,10 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     let warm = server.clone();
     std::thread::spawn(move || {
         if warm.tools.project_mode {
-            let _ = warm.tools.live().fresh();
+            let _ = warm
+                .tools
+                .live()
+                .read(okfit_knowledge::documents::Bodies::None, |_, _| ());
         }
         let _ = warm.tools.advice();
     });

@@ -800,8 +800,8 @@ pub async fn validate(options: Option<ValidateOptions>) -> Result<Report> {
             Some(r) => okfit_store::discover::absolute(std::path::Path::new(&r)),
             None => std::env::current_dir().map_err(err)?,
         };
-        let mut live = okfit_knowledge::live::Live::new(start);
-        let v = okfit_tools::bundle::validate(&mut live, &a, "okfit")
+        let live = okfit_knowledge::live::Live::new(start);
+        let v = okfit_tools::bundle::validate(&live, &a, "okfit")
             .map_err(|r| Error::new(Status::GenericFailure, r.text()))?;
         report(&v).ok_or_else(|| err(format!("unexpected validate answer: {v}")))
     })

@@ -1,6 +1,6 @@
 //! okfit-store: the native ground floor. Typed errors, files reached
 //! without following links, the bundle walk, config discovery, connection
-//! strings, git provenance, the folder watcher, the SQLite store and the
+//! strings, git provenance, the folder watcher and the live view of a folder, the SQLite store and the
 //! domain of a write. Nothing here knows about knowledge views, tools,
 //! MCP or HTTP.
 
@@ -13,6 +13,7 @@ pub mod discover;
 pub mod dsn;
 pub mod error;
 pub mod git;
+pub mod live;
 pub mod sqlite;
 pub mod walk;
 pub mod watch;

@@ -8,6 +8,7 @@ use okfit_core::bundle::{Bundle, IdError};
 use okfit_core::query::{self, ListFilter};
 use okfit_core::report;
 use okfit_core::time::{self, Instant};
+use okfit_knowledge::documents::Bodies;
 use okfit_knowledge::live::Live;
 use okfit_knowledge::project::{self, LoadOptions};
 use okfit_store::discover::Project;
@@ -174,40 +175,36 @@ fn now_arg(now: Option<&str>) -> Result<Instant, Refusal> {
     }
 }
 
-fn describe_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn describe_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let NoArgs {} = parse(args)?;
     Ok(describe(&live.project()?))
 }
 
-fn get_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn get_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let id = id_arg(parse(args)?)?;
-    let path = {
-        let (_, b) = live.fresh()?;
-        find(b, &id)?.0.path.clone()
-    };
-    live.fill_bodies(Some(&path))?;
-    let (p, b) = live.current()?;
-    get(p, b, &id)
+    live.read(Bodies::Of(&id), |p, b| get(p, b, &id))?
 }
 
-fn neighbors_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn neighbors_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let id = id_arg(parse(args)?)?;
-    live.fresh()?;
-    live.fill_bodies(None)?;
-    let (_, b) = live.current()?;
-    let (_, c) = find(b, &id)?;
-    let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
-    Ok(json!({"outgoing": outgoing, "incoming": incoming}))
+    live.read(Bodies::All, |_, b| {
+        let (_, c) = find(b, &id)?;
+        let (outgoing, incoming) = query::neighbors(b, &c.id).unwrap_or_default();
+        Ok(json!({"outgoing": outgoing, "incoming": incoming}))
+    })?
 }
 
-fn stale_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn stale_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let NowArgs { now } = parse(args)?;
     let now = now_arg(now.as_deref())?;
-    let (_, b) = live.fresh()?;
-    Ok(json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}))
+    live.read(
+        Bodies::None,
+        |_, b| json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}),
+    )
+    .map_err(Refusal::from)
 }
 
-fn validate_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn validate_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     validate(live, args, "@okfit/mcp")
 }
 
@@ -258,7 +255,7 @@ pub fn describe(p: &Project) -> Value {
     })
 }
 
-fn list_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
+fn list_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let ListArgs {
         ty,
         tags,
@@ -269,7 +266,6 @@ fn list_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
     let tags = tags.unwrap_or_default();
     let status = status.map(|s| s.name().to_string());
     let (limit, offset) = (limit as usize, offset as usize);
-    let (p, b) = live.fresh()?;
     let vocab = |kind: &str, requested: &str, declared: Vec<&String>| {
         let names: Vec<&str> = declared.iter().map(|s| s.as_str()).collect();
         Refusal::new(
@@ -282,24 +278,26 @@ fn list_run(live: &mut Live, args: &Value) -> Result<Value, Refusal> {
             Some("describe_vocabulary"),
         )
     };
-    if let Some(t) = &ty {
-        if !p.config.types.contains_key(t) {
-            return Err(vocab("type", t, p.config.types.keys().collect()));
+    live.read(Bodies::None, |p, b| {
+        if let Some(t) = &ty {
+            if !p.config.types.contains_key(t) {
+                return Err(vocab("type", t, p.config.types.keys().collect()));
+            }
         }
-    }
-    for t in &tags {
-        if !p.config.tags.contains_key(t) {
-            return Err(vocab("tag", t, p.config.tags.keys().collect()));
+        for t in &tags {
+            if !p.config.tags.contains_key(t) {
+                return Err(vocab("tag", t, p.config.tags.keys().collect()));
+            }
         }
-    }
-    let filter = ListFilter {
-        types: ty.into_iter().collect(),
-        tags,
-        statuses: status.into_iter().collect(),
-        verified: None,
-    };
-    let (items, total) = query::list(b, &filter, offset, limit);
-    Ok(json!({"items": items, "total": total}))
+        let filter = ListFilter {
+            types: ty.into_iter().collect(),
+            tags,
+            statuses: status.into_iter().collect(),
+            verified: None,
+        };
+        let (items, total) = query::list(b, &filter, offset, limit);
+        Ok(json!({"items": items, "total": total}))
+    })?
 }
 
 fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
@@ -321,7 +319,7 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
 /// The `okfit validate --format json` envelope for the project `live`
 /// serves, with `args`' unsaved documents overlaid and `producer` named
 /// in it (the Node addon's `validate()` calls this directly).
-pub fn validate(live: &mut Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
+pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
     let ValidateArgs { now, documents } = parse(args)?;
     let now = now_arg(now.as_deref())?;
     let documents: Vec<(String, String)> = documents

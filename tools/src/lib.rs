@@ -34,7 +34,7 @@ pub enum Access {
 #[derive(Clone, Copy)]
 pub enum Run {
     /// A bundle tool: the project's live bundle in, JSON out.
-    Bundle(fn(&mut Live, &Value) -> Result<Value, Refusal>),
+    Bundle(fn(&Live, &Value) -> Result<Value, Refusal>),
     /// A knowledge tool: a connection in, text out; the error's kind says
     /// how each surface answers (an MCP error result, an exit code).
     Knowledge(fn(&Knowledge, &Value) -> Result<String, Error>),

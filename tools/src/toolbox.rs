@@ -3,24 +3,18 @@
 //! results to their own types.
 
 use crate::{catalogue, check_args, knowledge, select_tools, Access, Group, Options, Run};
+use okfit_knowledge::documents::Bodies;
 use okfit_knowledge::live::Live;
 use okfit_knowledge::Knowledge;
 use okfit_store::error::{truncate, Error};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 struct Compiled {
     def: &'static crate::ToolDef,
     schema: Value,
     validator: jsonschema::Validator,
-}
-
-/// Knowledge for `okf://manifest` and the knowledge tools: fixed by the
-/// connection, or in project mode opened over the bundle root on first use.
-struct KbSlot {
-    fixed: Option<Arc<Knowledge>>,
-    project: Mutex<Option<Arc<Knowledge>>>,
 }
 
 /// The tools and resources one server offers, with no protocol attached:
@@ -29,8 +23,11 @@ struct KbSlot {
 /// clone (shared state).
 #[derive(Clone)]
 pub struct Toolbox {
-    live: Arc<Mutex<Live>>,
-    kb: Arc<KbSlot>,
+    /// The project's bundle: in project mode also the knowledge behind
+    /// `okf://manifest` and the knowledge tools (one view of the folder).
+    live: Arc<Live>,
+    /// The knowledge fixed by a connection.
+    fixed: Option<Arc<Knowledge>>,
     tools: Arc<Vec<Compiled>>,
     advice: Arc<OnceLock<Option<String>>>,
     advice_override: Option<String>,
@@ -89,12 +86,17 @@ impl Toolbox {
                 validator,
             });
         }
+        // A folder connection's bundle tools read through the connection
+        // when the project's bundle is that folder.
+        let live = match &fixed {
+            Some(k) if matches!(k.dsn(), okfit_store::dsn::Dsn::Folder { .. }) => {
+                Live::new(live_start).sharing(k.clone())
+            }
+            _ => Live::new(live_start),
+        };
         Ok(Toolbox {
-            live: Arc::new(Mutex::new(Live::new(live_start))),
-            kb: Arc::new(KbSlot {
-                fixed,
-                project: Mutex::new(None),
-            }),
+            live: Arc::new(live),
+            fixed,
             tools: Arc::new(compiled),
             advice: Arc::new(OnceLock::new()),
             advice_override: opts.advice.clone(),
@@ -103,26 +105,17 @@ impl Toolbox {
     }
 
     /// The project's live bundle.
-    pub fn live(&self) -> std::sync::MutexGuard<'_, Live> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn live(&self) -> &Live {
+        &self.live
     }
 
-    /// The knowledge behind the knowledge tools and `okf://manifest`.
+    /// The knowledge behind the knowledge tools and `okf://manifest`: the
+    /// connection's, or in project mode the live bundle's folder.
     pub fn knowledge(&self) -> Result<Arc<Knowledge>, Error> {
-        if let Some(k) = &self.kb.fixed {
-            return Ok(k.clone());
+        match &self.fixed {
+            Some(k) => Ok(k.clone()),
+            None => self.live.knowledge(),
         }
-        let mut slot = self.kb.project.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = slot.as_ref() {
-            return Ok(k.clone());
-        }
-        let root = self.live().project()?.bundle_root;
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        let k = Arc::new(Knowledge::from_dsn(okfit_store::dsn::Dsn::Folder {
-            path: root,
-        })?);
-        *slot = Some(k.clone());
-        Ok(k)
     }
 
     /// The advice sentence, computed once per server from the manifest.
@@ -189,7 +182,7 @@ impl Toolbox {
                 },
                 Err(m) => Outcome::Refused(m),
             },
-            Run::Bundle(run) => match run(&mut self.live(), &args) {
+            Run::Bundle(run) => match run(&self.live, &args) {
                 Ok(v) => Outcome::Structured(v),
                 Err(r) => Outcome::Refused(r.text()),
             },
@@ -199,7 +192,7 @@ impl Toolbox {
     /// True when the tools answer from a daemon: a call is then one short
     /// round trip, not work for a blocking pool.
     pub fn remote(&self) -> bool {
-        self.kb.fixed.as_ref().is_some_and(|k| {
+        self.fixed.as_ref().is_some_and(|k| {
             matches!(
                 k.dsn(),
                 okfit_store::dsn::Dsn::Unix { .. } | okfit_store::dsn::Dsn::Http { .. }
@@ -233,8 +226,7 @@ impl Toolbox {
                     .into(),
             mime_type: MARKDOWN,
         }];
-        let mut live = self.live();
-        if let Ok((_, b)) = live.fresh() {
+        let _ = self.live.read(Bodies::None, |_, b| {
             for (_, c) in b.concepts() {
                 out.push(ResourceInfo {
                     uri: format!("okf://concept/{}", c.id),
@@ -243,8 +235,7 @@ impl Toolbox {
                     mime_type: MARKDOWN,
                 });
             }
-        }
-        drop(live);
+        });
         out.push(manifest);
         out
     }
@@ -262,7 +253,7 @@ impl Toolbox {
         if !self.project_mode {
             return Err(missing());
         }
-        let mut live = self.live();
+        let live = &self.live;
         let text_of = |path: PathBuf, what: &str| {
             std::fs::read(&path)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -274,11 +265,15 @@ impl Toolbox {
                 .map_err(|e| ReadError::Failed(e.to_string()))?;
             text_of(p.bundle_root.join("index.md"), "index.md")?
         } else if let Some(id) = uri.strip_prefix("okf://concept/") {
-            let (p, b) = live.fresh().map_err(|e| ReadError::Failed(e.to_string()))?;
-            let (d, _) = b.find_concept(id).map_err(|_| {
-                ReadError::NotFound(format!("no concept \"{}\" in this bundle", truncate(id)))
-            })?;
-            text_of(p.bundle_root.join(&d.path), "concept file")?
+            let path = live
+                .read(Bodies::None, |p, b| {
+                    b.find_concept(id).map(|(d, _)| p.bundle_root.join(&d.path))
+                })
+                .map_err(|e| ReadError::Failed(e.to_string()))?
+                .map_err(|_| {
+                    ReadError::NotFound(format!("no concept \"{}\" in this bundle", truncate(id)))
+                })?;
+            text_of(path, "concept file")?
         } else {
             return Err(missing());
         };
@@ -288,18 +283,14 @@ impl Toolbox {
     /// Refreshes the bundle; true when the set of concepts changed since
     /// the last announcement.
     pub fn concepts_changed(&self) -> bool {
-        let mut live = self.live();
-        let _ = live.fresh();
-        live.take_change()
+        let _ = self.live.read(Bodies::None, |_, _| ());
+        self.live.take_change()
     }
 
     /// Whether files changed since the last refresh, without waiting for
     /// the bundle's lock (false when a call holds it: that call refreshes).
     pub fn poll(&self) -> bool {
-        match self.live.try_lock() {
-            Ok(mut l) => l.poll(),
-            Err(_) => false,
-        }
+        self.live.poll()
     }
 }
 

@@ -1,0 +1,149 @@
+//! The parsed documents of a bundle folder, the layer the bundle tools
+//! (list, get, neighbours, stale) and the concept resources read. It is
+//! kept by the folder's one live view ([`crate::folder`]) beside the read
+//! model, made only when a bundle tool first asks, and refreshed from the
+//! same reads of the changed files.
+
+use okfit_core::bundle::{self, Bundle};
+use okfit_core::doc::{self, Document, ParseOptions};
+use okfit_store::discover::Project;
+use okfit_store::error::Error;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Which bodies to scan before a bundle tool reads the documents (they are
+/// parsed without them; body links and slugs feed the link graph and
+/// `get_concept`).
+#[derive(Clone, Copy, Debug)]
+pub enum Bodies<'a> {
+    /// None.
+    None,
+    /// The body of the concept with this id (or short id), if there is one.
+    Of(&'a str),
+    /// Every body.
+    All,
+}
+
+/// A bundle folder's documents as the last refresh left them, parsed with
+/// the project's config (frontmatter mappings not kept: `get_concept`
+/// re-reads its one file).
+pub struct Documents {
+    project: Arc<Project>,
+    bundle: Bundle,
+    /// Markdown files the walk found but that could not be read, with the
+    /// error (the bundle tools refuse while one is left).
+    unreadable: BTreeMap<String, (std::io::ErrorKind, String)>,
+}
+
+fn parse_options(project: &Project) -> ParseOptions<'_> {
+    ParseOptions {
+        config: &project.config,
+        // Staleness is computed per call, not baked into the parse.
+        now: None,
+        keep_frontmatter: false,
+        digests: false,
+        diagnostics: false,
+        skip_body: true,
+    }
+}
+
+/// A Markdown file read (or not) for a refresh.
+pub(crate) type Read = (String, std::io::Result<Arc<[u8]>>);
+
+impl Documents {
+    /// Parses `read` (every Markdown file of the folder) with `project`'s
+    /// config; `assets` are the folder's other files.
+    pub(crate) fn load(project: Arc<Project>, read: &[Read], assets: Vec<String>) -> Documents {
+        let mut d = Documents {
+            project,
+            bundle: Bundle::from_parts(vec![], vec![]),
+            unreadable: BTreeMap::new(),
+        };
+        d.apply(&[], read, assets);
+        d
+    }
+
+    /// The project whose config the documents were parsed with.
+    pub(crate) fn project(&self) -> &Arc<Project> {
+        &self.project
+    }
+
+    /// The bundle.
+    pub fn bundle(&self) -> &Bundle {
+        &self.bundle
+    }
+
+    /// The concept ids, in path order.
+    pub(crate) fn ids(&self) -> Vec<String> {
+        self.bundle.concepts().map(|(_, c)| c.id.clone()).collect()
+    }
+
+    /// The first Markdown file that could not be read, as the error a load
+    /// of the bundle reports.
+    pub(crate) fn check(&self, root: &Path) -> Result<(), Error> {
+        match self.unreadable.iter().next() {
+            None => Ok(()),
+            Some((rel, (kind, message))) => Err(Error::FileUnreadable {
+                rel: rel.clone(),
+                root: root.to_path_buf(),
+                source: std::io::Error::new(*kind, message.clone()),
+            }),
+        }
+    }
+
+    /// Applies one refresh: documents gone, documents read again (or that
+    /// could not be read), and the folder's non-Markdown files.
+    pub(crate) fn apply(&mut self, gone: &[String], read: &[Read], assets: Vec<String>) {
+        let opts = parse_options(&self.project);
+        let parsed: Vec<Document> = read
+            .par_iter()
+            .filter(|(rel, _)| bundle::is_document(rel))
+            .filter_map(|(rel, r)| r.as_ref().ok().map(|b| doc::parse(rel, b, &opts)))
+            .collect();
+        let (docs, _) =
+            std::mem::replace(&mut self.bundle, Bundle::from_parts(vec![], vec![])).into_parts();
+        let mut by_path: HashMap<String, Document> =
+            docs.into_iter().map(|d| (d.path.clone(), d)).collect();
+        for p in gone {
+            by_path.remove(p);
+            self.unreadable.remove(p);
+        }
+        for d in parsed {
+            self.unreadable.remove(&d.path);
+            by_path.insert(d.path.clone(), d);
+        }
+        for (rel, r) in read {
+            if let Err(e) = r {
+                by_path.remove(rel);
+                self.unreadable
+                    .insert(rel.clone(), (e.kind(), e.to_string()));
+            }
+        }
+        self.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
+    }
+
+    /// Scans the bodies `which` asks for that are not scanned yet.
+    pub(crate) fn fill(&mut self, root: &Path, which: Bodies<'_>) {
+        let pending: Vec<String> = match which {
+            Bodies::None => return,
+            Bodies::Of(id) => match self.bundle.find_concept(id) {
+                Ok((d, _)) if d.body_pending => vec![d.path.clone()],
+                _ => return,
+            },
+            Bodies::All => self.bundle.bodies_pending(),
+        };
+        let scanned: Vec<(String, Vec<doc::Link>, Vec<String>)> = pending
+            .par_iter()
+            .filter_map(|p| {
+                let bytes = std::fs::read(root.join(p)).ok()?;
+                let (links, slugs) = doc::body_links(&String::from_utf8_lossy(&bytes));
+                Some((p.clone(), links, slugs))
+            })
+            .collect();
+        for (p, links, slugs) in scanned {
+            self.bundle.fill_body(&p, links, slugs);
+        }
+    }
+}

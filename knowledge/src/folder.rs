@@ -1,0 +1,370 @@
+//! The one live view of a bundle folder behind a folder connection and
+//! project mode: a [`LiveFolder`] (stamps and watch) and two layers made
+//! on first use and refreshed together, from one read of each changed
+//! file: the read model (manifest, search, get, commits) and the parsed
+//! documents (the bundle tools). A change on disk is therefore seen the
+//! same way by every reader, and a process that only lists concepts never
+//! reads bodies or builds a search index.
+
+use crate::documents::{Bodies, Documents, Read};
+use crate::view::View;
+use okfit_core::bundle;
+use okfit_core::kb::compile::{self, Compiled};
+use okfit_core::kb::search::DocTerms;
+use okfit_store::beneath::{Dir, Root};
+use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
+use okfit_store::discover::Project;
+use okfit_store::error::Error;
+use okfit_store::live::{Delta, LiveFolder};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The read model of a folder, with the texts its answers quote.
+pub(crate) struct Model {
+    pub(crate) view: View,
+    pub(crate) texts: HashMap<String, Arc<str>>,
+    terms: HashMap<u32, DocTerms>,
+}
+
+impl Model {
+    fn new(name: &str) -> Model {
+        Model {
+            view: View::new(name, true),
+            texts: HashMap::new(),
+            terms: HashMap::new(),
+        }
+    }
+
+    /// Applies one refresh: Markdown files gone and read again.
+    fn apply(&mut self, name: &str, gone: &[String], read: &[Read]) {
+        let parsed: Vec<(&str, Arc<str>, Compiled)> = read
+            .par_iter()
+            .filter(|(rel, _)| bundle::is_document(rel))
+            .filter_map(|(rel, r)| {
+                let bytes = r.as_ref().ok()?;
+                let text: Arc<str> = Arc::from(String::from_utf8_lossy(bytes).into_owned());
+                let c = compile::compile(rel, &text);
+                Some((rel.as_str(), text, c))
+            })
+            .collect();
+        let view = &mut self.view;
+        for rel in gone {
+            self.texts.remove(rel);
+            if let Some((slot, _)) = view.model.remove(name, rel) {
+                if let Some(t) = self.terms.remove(&slot) {
+                    view.index.remove(slot, &t);
+                }
+            }
+        }
+        let mut touched: Vec<u32> = vec![];
+        for (rel, text, c) in parsed {
+            let hash = sha256_hex(text.as_bytes());
+            let (slot, _) = view.model.upsert(name, rel, &hash, c);
+            self.texts.insert(rel.to_string(), text);
+            touched.push(slot);
+        }
+        touched.extend(view.model.settle());
+        touched.sort_unstable();
+        touched.dedup();
+        for slot in touched {
+            if let Some(t) = self.terms.remove(&slot) {
+                view.index.remove(slot, &t);
+            }
+            let text = view
+                .model
+                .entry(slot)
+                .and_then(|e| self.texts.get(&e.path))
+                .cloned();
+            if let Some(t) = text.and_then(|text| view.terms(slot, &text)) {
+                view.index.insert(slot, &t);
+                self.terms.insert(slot, t);
+            }
+        }
+    }
+}
+
+/// A bundle folder, live.
+pub(crate) struct FolderKb {
+    folder: LiveFolder,
+    model: Option<Box<Model>>,
+    docs: Option<Box<Documents>>,
+    /// Counts the changes to the set of concept ids the documents saw.
+    generation: u64,
+    /// Markdown files read since the folder was opened.
+    reads: u64,
+}
+
+/// Reads the Markdown files among `files`, in parallel.
+fn read_files(files: Vec<(String, PathBuf)>) -> Vec<Read> {
+    files
+        .into_par_iter()
+        .filter(|(rel, _)| bundle::is_document(rel))
+        .map(|(rel, abs)| {
+            let r = std::fs::read(&abs).map(Arc::from);
+            (rel, r)
+        })
+        .collect()
+}
+
+impl FolderKb {
+    /// The folder at `root`, not yet read.
+    pub(crate) fn new(root: PathBuf) -> FolderKb {
+        FolderKb {
+            folder: LiveFolder::new(root),
+            model: None,
+            docs: None,
+            generation: 0,
+            reads: 0,
+        }
+    }
+
+    /// The folder.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        self.folder.root()
+    }
+
+    /// Whether files may have changed since the last refresh (false
+    /// before the first), consuming the watch's events.
+    pub(crate) fn poll(&mut self) -> bool {
+        self.folder.poll()
+    }
+
+    /// See [`crate::Knowledge::generation`].
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// See [`crate::Knowledge::reads`].
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    /// The folder's non-Markdown files.
+    fn assets(&self) -> Vec<String> {
+        self.folder
+            .files()
+            .filter(|p| !bundle::is_document(p))
+            .cloned()
+            .collect()
+    }
+
+    /// Reads `files`; a file that cannot be read is looked at again next
+    /// time.
+    fn read(&mut self, files: Vec<(String, PathBuf)>) -> Vec<Read> {
+        let read = read_files(files);
+        for (rel, r) in &read {
+            match r {
+                Ok(_) => self.reads += 1,
+                Err(_) => self.folder.forget(rel),
+            }
+        }
+        read
+    }
+
+    /// Brings the layers that exist up to date with the folder.
+    pub(crate) fn refresh(&mut self, name: &str) -> Result<(), Error> {
+        let Some(Delta { changed, gone }) = self.folder.refresh()? else {
+            return Ok(());
+        };
+        if (changed.is_empty() && gone.is_empty()) || (self.model.is_none() && self.docs.is_none())
+        {
+            return Ok(());
+        }
+        let read = self.read(changed);
+        if let Some(m) = self.model.as_mut() {
+            m.apply(name, &gone, &read);
+        }
+        let assets = self.assets();
+        if let Some(d) = self.docs.as_mut() {
+            let before = d.ids();
+            d.apply(&gone, &read, assets);
+            if d.ids() != before {
+                self.generation += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every Markdown file of the folder, as of the last refresh.
+    fn all(&self) -> Vec<(String, PathBuf)> {
+        let root = self.folder.root();
+        self.folder
+            .files()
+            .filter(|p| bundle::is_document(p))
+            .map(|p| (p.clone(), root.join(p)))
+            .collect()
+    }
+
+    /// The read model, current (made on first use).
+    pub(crate) fn model(&mut self, name: &str) -> Result<&mut Model, Error> {
+        self.refresh(name)?;
+        if self.model.is_none() {
+            let all = self.all();
+            let read = self.read(all);
+            let mut m = Box::new(Model::new(name));
+            m.apply(name, &[], &read);
+            self.model = Some(m);
+        }
+        self.model
+            .as_deref_mut()
+            .ok_or_else(|| Error::Store("no read model".into()))
+    }
+
+    /// The documents parsed with `project`'s config, current (made on
+    /// first use, and again when the config changed), with the bodies
+    /// `bodies` asks for scanned. A Markdown file that cannot be read is
+    /// an error, as it is for a load of the bundle.
+    pub(crate) fn documents(
+        &mut self,
+        name: &str,
+        project: &Arc<Project>,
+        bodies: Bodies<'_>,
+    ) -> Result<&Documents, Error> {
+        self.refresh(name)?;
+        if !self
+            .docs
+            .as_ref()
+            .is_some_and(|d| Arc::ptr_eq(d.project(), project))
+        {
+            let all = self.all();
+            let read = self.read(all);
+            let d = Documents::load(project.clone(), &read, self.assets());
+            if self.docs.as_ref().is_some_and(|old| old.ids() != d.ids()) {
+                self.generation += 1;
+            }
+            self.docs = Some(Box::new(d));
+        }
+        let root = self.folder.root().to_path_buf();
+        let d = self
+            .docs
+            .as_deref_mut()
+            .ok_or_else(|| Error::Store("no documents".into()))?;
+        d.check(&root)?;
+        d.fill(&root, bodies);
+        Ok(d)
+    }
+
+    /// Writes files in the bundle folder: every precondition is checked
+    /// first; each file is written to a temporary file in its directory
+    /// and renamed over the target, so a reader sees old or new bytes.
+    pub(crate) fn commit(
+        &mut self,
+        name: &str,
+        changes: &[Change],
+    ) -> Result<Committed, CommitError> {
+        let root = Root::open(self.folder.root())?;
+        let shown: Vec<String> = changes
+            .iter()
+            .map(|c| format!("{}/{}", c.bundle, c.path))
+            .collect();
+        let mut current: Vec<Option<Vec<u8>>> = vec![];
+        for (i, c) in changes.iter().enumerate() {
+            if c.bundle != name {
+                return Err(Error::Refused(format!(
+                    "no bundle \"{}\" in this folder connection: it serves the bundle \"{name}\"",
+                    c.bundle
+                ))
+                .into());
+            }
+            let bytes = root.read(&c.path, &shown[i])?;
+            let hash = bytes.as_deref().map(sha256_hex);
+            if let Err(failure) = check_precondition(c, hash.as_deref()) {
+                return Err(CommitError::Precondition { index: i, failure });
+            }
+            current.push(bytes);
+        }
+        // Stage every new file (in its own directory, reached without
+        // following a link) before touching any target.
+        let mut staged: Vec<(Dir, Option<String>)> = vec![];
+        let cleanup = |staged: &[(Dir, Option<String>)]| {
+            for (d, t) in staged {
+                if let Some(t) = t {
+                    d.remove_quiet(t);
+                }
+            }
+        };
+        for (n, c) in changes.iter().enumerate() {
+            let (d, file) = Root::split(&c.path);
+            let dir = match root.dir(d, c.content.is_some(), &shown[n]) {
+                Ok(Some(dir)) => dir,
+                Ok(None) => {
+                    cleanup(&staged);
+                    return Err(Error::Io(format!(
+                        "cannot remove {}: its folder is gone",
+                        shown[n]
+                    ))
+                    .into());
+                }
+                Err(e) => {
+                    cleanup(&staged);
+                    return Err(e.into());
+                }
+            };
+            let tmp = match &c.content {
+                Some(bytes) => match dir.stage(file, n, bytes) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        cleanup(&staged);
+                        return Err(e.into());
+                    }
+                },
+                None => None,
+            };
+            staged.push((dir, tmp));
+        }
+        let mut done: Vec<usize> = vec![];
+        let mut failure = None;
+        for (i, c) in changes.iter().enumerate() {
+            let (_, file) = Root::split(&c.path);
+            let (dir, tmp) = &staged[i];
+            let r = match tmp {
+                Some(tmp) => dir.replace(tmp, file, &shown[i]),
+                None => dir.remove(file, &shown[i]),
+            };
+            match r {
+                Ok(()) => done.push(i),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            // Put back what was already replaced.
+            for i in done {
+                let (_, file) = Root::split(&changes[i].path);
+                let (dir, _) = &staged[i];
+                match &current[i] {
+                    Some(old) => {
+                        if let Ok(t) = dir.stage(file, i, old) {
+                            if dir.replace(&t, file, &shown[i]).is_err() {
+                                dir.remove_quiet(&t);
+                            }
+                        }
+                    }
+                    None => dir.remove_quiet(file),
+                }
+            }
+            cleanup(&staged);
+            return Err(e.into());
+        }
+        for (dir, _) in &staged {
+            dir.sync();
+        }
+        // Files changed: look at the folder again even before the event.
+        self.folder.touch();
+        let view = &self.model(name)?.view;
+        Ok(Committed {
+            revision: None,
+            snapshot: view.model.snapshot(),
+            concepts: view.model.concepts(),
+            bundles: view.model.bundles().iter().map(|s| s.to_string()).collect(),
+            hashes: changes
+                .iter()
+                .map(|c| c.content.as_deref().map(sha256_hex))
+                .collect(),
+        })
+    }
+}
