@@ -86,6 +86,56 @@ where
     }
 }
 
+/// A listening socket: the unix socket or TCP.
+trait Listener {
+    /// A connection.
+    type Conn;
+    /// The next connection.
+    fn next(&self) -> impl std::future::Future<Output = std::io::Result<Self::Conn>>;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Conn = tokio::net::TcpStream;
+    async fn next(&self) -> std::io::Result<Self::Conn> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+#[cfg(unix)]
+impl Listener for tokio::net::UnixListener {
+    type Conn = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<Self::Conn> {
+        self.accept().await.map(|(s, _)| s)
+    }
+}
+
+/// Accepts connections on `listener` until `shutdown` resolves (then
+/// returns what it said), each once a connection slot is free; `serve`
+/// takes the connection and its slot.
+async fn accept_until<F, L: Listener>(
+    shutdown: &mut F,
+    slots: &Arc<tokio::sync::Semaphore>,
+    listener: &L,
+    mut serve: impl FnMut(L::Conn, tokio::sync::OwnedSemaphorePermit),
+) -> Result<(), Error>
+where
+    F: std::future::Future<Output = Result<(), Error>> + Unpin,
+{
+    loop {
+        let Some(permit) = free_slot(shutdown, slots).await? else {
+            return Ok(());
+        };
+        tokio::select! {
+            r = &mut *shutdown => return r,
+            a = listener.next() => {
+                if let Ok(s) = a {
+                    serve(s, permit);
+                }
+            }
+        }
+    }
+}
+
 /// Serves one connection until it closes (or the daemon stops), holding
 /// one of the daemon's connection slots meanwhile.
 async fn serve_conn<S>(
@@ -230,19 +280,10 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                     line(token_count, "token"),
                     line(sources, "watched tenant")
                 );
-                loop {
-                    let Some(permit) = free_slot(&mut shutdown, &slots).await? else {
-                        break;
-                    };
-                    tokio::select! {
-                        r = &mut shutdown => { r?; break; }
-                        a = listener.accept() => {
-                            if let Ok((s, _)) = a {
-                                tasks.spawn(serve_conn(s, app.clone(), stop_rx.clone(), permit));
-                            }
-                        }
-                    }
-                }
+                accept_until(&mut shutdown, &slots, &listener, |s, permit| {
+                    tasks.spawn(serve_conn(s, app.clone(), stop_rx.clone(), permit));
+                })
+                .await?;
                 let _ = std::fs::remove_file(sock);
             }
             #[cfg(not(unix))]
@@ -269,34 +310,25 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                 line(sources, "watched tenant")
             );
             let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
-            loop {
-                let Some(permit) = free_slot(&mut shutdown, &slots).await? else {
-                    break;
-                };
-                tokio::select! {
-                    r = &mut shutdown => { r?; break; }
-                    a = listener.accept() => {
-                        if let Ok((s, _)) = a {
-                            let _ = s.set_nodelay(true);
-                            let app = app.clone();
-                            let stop = stop_rx.clone();
-                            match acceptor.clone() {
-                                Some(acc) => {
-                                    tasks.spawn(async move {
-                                        let shake = tokio::time::timeout(HEADER_TIMEOUT, acc.accept(s));
-                                        if let Ok(Ok(t)) = shake.await {
-                                            serve_conn(t, app, stop, permit).await;
-                                        }
-                                    });
-                                }
-                                None => {
-                                    tasks.spawn(serve_conn(s, app, stop, permit));
-                                }
+            accept_until(&mut shutdown, &slots, &listener, |s, permit| {
+                let _ = s.set_nodelay(true);
+                let app = app.clone();
+                let stop = stop_rx.clone();
+                match acceptor.clone() {
+                    Some(acc) => {
+                        tasks.spawn(async move {
+                            let shake = tokio::time::timeout(HEADER_TIMEOUT, acc.accept(s));
+                            if let Ok(Ok(t)) = shake.await {
+                                serve_conn(t, app, stop, permit).await;
                             }
-                        }
+                        });
+                    }
+                    None => {
+                        tasks.spawn(serve_conn(s, app, stop, permit));
                     }
                 }
-            }
+            })
+            .await?;
         }
         eprintln!("okfit: shutting down; finishing requests in flight");
         let _ = stop_tx.send(true);

@@ -61,6 +61,15 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The reply when its status is 2xx or 304; any other status as the
+    /// error it stands for.
+    pub fn ok(self) -> Result<Reply, Error> {
+        if (200..300).contains(&self.status) || self.status == 304 {
+            return Ok(self);
+        }
+        Err(status_error(&self))
+    }
+
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -265,21 +274,6 @@ impl Remote {
         })
     }
 
-    /// A request whose non-2xx answers (but 304) become errors.
-    pub fn call(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, String)],
-        body: &[u8],
-    ) -> Result<Reply, Error> {
-        let r = self.request(method, path, headers, body)?;
-        if (200..300).contains(&r.status) || r.status == 304 {
-            return Ok(r);
-        }
-        Err(status_error(&r))
-    }
-
     /// The manifest, revalidated by ETag.
     pub fn manifest(&self, bundle: Option<&str>) -> Result<Arc<str>, Error> {
         let key = bundle.unwrap_or("").to_string();
@@ -297,7 +291,7 @@ impl Remote {
             Some((etag, _)) => vec![("if-none-match", etag.clone())],
             None => vec![],
         };
-        let r = self.call("GET", &path, &headers, b"")?;
+        let r = self.request("GET", &path, &headers, b"")?.ok()?;
         if r.status == 304 {
             if let Some((_, m)) = cached {
                 return Ok(m);
@@ -319,13 +313,13 @@ impl Remote {
         path: &str,
         body: &B,
     ) -> Result<A, Error> {
-        let r = self.call("POST", path, &[], &to_json(body)?)?;
+        let r = self.request("POST", path, &[], &to_json(body)?)?.ok()?;
         decode(path, &r.body)
     }
 
     /// GETs a JSON answer.
     pub fn get_json<A: DeserializeOwned>(&self, path: &str) -> Result<A, Error> {
-        let r = self.call("GET", path, &[], b"")?;
+        let r = self.request("GET", path, &[], b"")?.ok()?;
         decode(path, &r.body)
     }
 
@@ -416,7 +410,9 @@ pub mod ops {
             expand: Some(expand),
             bundle: bundle.map(str::to_string),
         };
-        Ok(r.call("POST", "search", &[], &to_json(&body)?)?.text())
+        Ok(r.request("POST", "search", &[], &to_json(&body)?)?
+            .ok()?
+            .text())
     }
 
     /// `get`, structured.
@@ -488,7 +484,9 @@ pub mod ops {
             path: path.to_string(),
             content: text.to_string(),
         };
-        let reply = r.call("POST", "diagnostics", &[], &to_json(&body)?)?;
+        let reply = r
+            .request("POST", "diagnostics", &[], &to_json(&body)?)?
+            .ok()?;
         serde_json::from_slice::<DiagnosticsAnswer>(&reply.body)
             .map(|a| a.findings)
             .map_err(|e| match e.classify() {
@@ -646,7 +644,7 @@ pub mod ops {
             before: before.map(str::to_string),
         };
         let path = with_query("history", &query);
-        let reply = r.call("GET", &path, &[], b"")?;
+        let reply = r.request("GET", &path, &[], b"")?.ok()?;
         serde_json::from_slice(&reply.body).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => Error::Io(format!(
                 "okfit serve answered history with an unexpected page ({e})"

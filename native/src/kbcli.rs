@@ -448,15 +448,9 @@ pub struct WriteArgs {
     /// The concept must not exist yet.
     #[arg(long)]
     pub create: bool,
-    /// The hash of the version being replaced.
-    #[arg(long, value_name = "HASH")]
-    pub replaces: Option<String>,
-    /// Overwrite whatever is there.
-    #[arg(long)]
-    pub force: bool,
-    /// Which knowledge.
+    /// What may be replaced.
     #[command(flatten)]
-    pub conn: ConnArgs,
+    pub guard: Guard,
 }
 
 /// `okfit delete BUNDLE PATH`.
@@ -466,10 +460,19 @@ pub struct DeleteArgs {
     pub bundle: String,
     /// Path inside the bundle.
     pub path: String,
-    /// The hash of the version being removed.
+    /// What may be removed.
+    #[command(flatten)]
+    pub guard: Guard,
+}
+
+/// The precondition of `okfit write` and `okfit delete`, and the
+/// connection they change.
+#[derive(Args, Debug)]
+pub struct Guard {
+    /// The hash of the version this replaces or removes.
     #[arg(long, value_name = "HASH")]
     pub replaces: Option<String>,
-    /// Remove whatever is there.
+    /// Overwrite or remove whatever is there.
     #[arg(long)]
     pub force: bool,
     /// Which knowledge.
@@ -560,7 +563,7 @@ fn current_hash(kb: &Knowledge, bundle: &str, path: &str) -> Result<Option<Strin
 
 /// `okfit write`.
 pub fn write(a: WriteArgs) -> Result<i32, Error> {
-    let given = [a.create, a.replaces.is_some(), a.force]
+    let given = [a.create, a.guard.replaces.is_some(), a.guard.force]
         .iter()
         .filter(|b| **b)
         .count();
@@ -569,14 +572,14 @@ pub fn write(a: WriteArgs) -> Result<i32, Error> {
             "a write needs --replaces <hash> to update, --create for a new concept, or --force to overwrite whatever is there".into(),
         ));
     }
-    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
+    let kb = Knowledge::from_dsn(a.guard.conn.dsn()?)?;
     let content = read_input(a.from.as_deref())?;
     if content.len() > okfit_store::change::MAX_DOCUMENT_BYTES {
         return Err(Error::Refused("a document may be at most 16 MiB".into()));
     }
     let pre = if a.create {
         Pre::Create
-    } else if let Some(h) = &a.replaces {
+    } else if let Some(h) = &a.guard.replaces {
         Pre::Hash(h.clone())
     } else {
         match current_hash(&kb, &a.bundle, &a.path)? {
@@ -607,13 +610,13 @@ pub fn write(a: WriteArgs) -> Result<i32, Error> {
 
 /// `okfit delete`.
 pub fn delete(a: DeleteArgs) -> Result<i32, Error> {
-    if a.replaces.is_some() == a.force {
+    if a.guard.replaces.is_some() == a.guard.force {
         return Err(Error::Usage(
             "delete needs --replaces <hash> or --force".into(),
         ));
     }
-    let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
-    let pre = match &a.replaces {
+    let kb = Knowledge::from_dsn(a.guard.conn.dsn()?)?;
+    let pre = match &a.guard.replaces {
         Some(h) => Pre::Hash(h.clone()),
         None => match current_hash(&kb, &a.bundle, &a.path)? {
             Some(h) => Pre::Hash(h),

@@ -166,15 +166,14 @@ impl LiveFolder {
 
 #[cfg(test)]
 mod tests {
-    use super::LiveFolder;
-    use std::time::Duration;
+    use super::*;
 
     #[test]
     fn reports_each_change_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().to_path_buf();
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = LiveFolder::new(tmp.path().to_path_buf());
+        let root = f.root().to_path_buf();
         std::fs::write(root.join("a.md"), "a").unwrap();
-        let mut f = LiveFolder::new(root.clone());
         assert!(!f.poll(), "nothing to say before the first look");
         let d = f.refresh().unwrap().unwrap();
         assert_eq!(d.changed.len(), 1);

@@ -337,16 +337,19 @@ impl Model {
                 self.bundles.remove(name);
                 continue;
             }
-            let concept_slots: Vec<u32> = b
-                .docs
-                .values()
-                .copied()
-                .filter(|s| {
-                    self.entries[*s as usize]
-                        .as_ref()
-                        .is_some_and(Entry::is_concept)
-                })
-                .collect();
+            let entries = &self.entries;
+            let slots_where = |concept: bool| -> Vec<u32> {
+                b.docs
+                    .values()
+                    .copied()
+                    .filter(|s| {
+                        entries[*s as usize]
+                            .as_ref()
+                            .is_some_and(|e| e.is_concept() == concept)
+                    })
+                    .collect()
+            };
+            let concept_slots = slots_where(true);
             let paths: Vec<&str> = concept_slots
                 .iter()
                 .map(|s| {
@@ -356,16 +359,7 @@ impl Model {
                 })
                 .collect();
             let locals = short_ids(&paths);
-            let nav_slots: Vec<u32> = b
-                .docs
-                .values()
-                .copied()
-                .filter(|s| {
-                    self.entries[*s as usize]
-                        .as_ref()
-                        .is_some_and(|e| !e.is_concept())
-                })
-                .collect();
+            let nav_slots = slots_where(false);
             let digest = bundle_digest(b.docs.iter().filter_map(|(p, s)| {
                 self.entries[*s as usize]
                     .as_ref()
