@@ -614,7 +614,8 @@ fn run(o: &Opts) -> Result<(), String> {
     // What to read: ids from the manifest, queries of content words.
     let c = client(port, &read_token)?;
     let m = c
-        .call("GET", "manifest", &[], b"")
+        .request("GET", "manifest", &[], b"")
+        .and_then(|r| r.ok())
         .map_err(|e| e.to_string())?
         .text();
     let ids: Vec<String> = m
