@@ -36,9 +36,18 @@ else
   say "the nightly toolchain is not installed: not checking that the fuzz targets compile (rustup toolchain install nightly)"
 fi
 
-say "cargo test"
+# A throwaway PostgreSQL cluster for the PostgreSQL store's tests (Debian's
+# postgresql package is installed when missing); stopped on exit.
+pgdir=$(mktemp -d)
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir" "$log"' EXIT
+say "start PostgreSQL (scripts/pg.sh)"
+OKFIT_TEST_POSTGRES=$(scripts/pg.sh start "$pgdir") \
+  || { say "PostgreSQL could not be started: the PostgreSQL tests cannot run"; exit 1; }
+export OKFIT_TEST_POSTGRES
+say "PostgreSQL at $OKFIT_TEST_POSTGRES"
+
+say "cargo test"
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
 

@@ -26,7 +26,7 @@ use okfit_store::change::{
 };
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
-use okfit_store::sqlite::{SqliteStore, Storage};
+use okfit_store::sqlite::Storage;
 use okfit_store::walk;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -91,10 +91,9 @@ impl Knowledge {
                     Backend::Folder(Box::new(FolderKb::new(path.clone()))),
                 )
             }
-            Dsn::Store { tenant, .. } => (
-                tenant.clone(),
-                Backend::Store,
-            ),
+            Dsn::Store { tenant, .. } | Dsn::Postgres { tenant, .. } => {
+                (tenant.clone(), Backend::Store)
+            }
             Dsn::Npipe { .. } => {
                 return Err(Error::Usage(
                     "npipe transport is unavailable: run the daemon on loopback TCP and connect with okf+http://127.0.0.1:PORT?token=...".into(),
@@ -140,10 +139,9 @@ impl Knowledge {
                 );
             }
         };
-        let store = match &dsn {
-            Dsn::Store { root, tenant } => Some(StoreKb::new(root.clone(), tenant.clone())),
-            _ => None,
-        };
+        let store = dsn
+            .store()
+            .map(|(at, tenant)| StoreKb::new(at, tenant.to_string()));
         Ok(Knowledge {
             dsn,
             name,
@@ -593,12 +591,12 @@ fn is_digest(s: &str) -> bool {
 
 impl Knowledge {
     fn store_only(&self, what: &str) -> Result<(), Error> {
-        match self.dsn {
-            Dsn::Store { .. } | Dsn::Unix { .. } | Dsn::Http { .. } => Ok(()),
-            _ => Err(Error::Refused(format!(
-                "{what} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
-            ))),
+        if self.dsn.has_revisions() {
+            return Ok(());
         }
+        Err(Error::Refused(format!(
+            "{what} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
+        )))
     }
 
     /// Checks a transaction's shape before anything is read: 1–1000
@@ -651,7 +649,7 @@ impl Knowledge {
 
     fn with_store<R>(
         &self,
-        f: impl FnOnce(&mut SqliteStore, &Loaded) -> Result<R, Error>,
+        f: impl FnOnce(&mut dyn Storage, &Loaded) -> Result<R, Error>,
     ) -> Result<R, Error> {
         if let Some(sk) = &self.store {
             return sk.exclusive(false, |store, st| f(store, st));

@@ -12,12 +12,12 @@ use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::model::Entry;
 use okfit_core::kb::search::DocTerms;
 use okfit_core::time::{self, Instant};
+use okfit_store::backend::Location;
 use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
 use okfit_store::error::Error;
-use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, SqliteStore, Storage};
+use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, Storage};
 use std::collections::HashMap;
 use std::ops::Deref;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Most document texts a tenant keeps between calls.
@@ -42,13 +42,13 @@ pub(crate) struct Loaded {
 
 /// A store tenant behind one connection string.
 pub(crate) struct StoreKb {
-    root: PathBuf,
+    at: Location,
     tenant: String,
     /// The connection commits go through, one at a time (history, restore,
     /// gc and verify use it too).
-    writer: Mutex<Option<SqliteStore>>,
+    writer: Mutex<Option<Box<dyn Storage>>>,
     /// Idle read connections.
-    readers: Mutex<Vec<SqliteStore>>,
+    readers: Mutex<Vec<Box<dyn Storage>>>,
     /// The read model every call shares.
     state: RwLock<Loaded>,
     /// Recently read document texts by content hash (contents never
@@ -58,15 +58,15 @@ pub(crate) struct StoreKb {
 
 /// A read connection borrowed from the pool; it goes back when dropped.
 struct Borrowed<'a> {
-    pool: &'a Mutex<Vec<SqliteStore>>,
-    conn: Option<SqliteStore>,
+    pool: &'a Mutex<Vec<Box<dyn Storage>>>,
+    conn: Option<Box<dyn Storage>>,
 }
 
 impl Deref for Borrowed<'_> {
-    type Target = SqliteStore;
-    fn deref(&self) -> &SqliteStore {
+    type Target = dyn Storage;
+    fn deref(&self) -> &(dyn Storage + 'static) {
         // Present from creation until drop.
-        self.conn.as_ref().unwrap_or_else(|| unreachable!())
+        self.conn.as_deref().unwrap_or_else(|| unreachable!())
     }
 }
 
@@ -86,10 +86,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl StoreKb {
-    /// A tenant under `root`; nothing is opened until the first call.
-    pub(crate) fn new(root: PathBuf, tenant: String) -> StoreKb {
+    /// A tenant of the store at `at`; nothing is opened until the first
+    /// call.
+    pub(crate) fn new(at: Location, tenant: String) -> StoreKb {
         StoreKb {
-            root,
+            at,
             tenant,
             writer: Mutex::new(None),
             readers: Mutex::new(vec![]),
@@ -103,7 +104,7 @@ impl StoreKb {
         let conn = match idle {
             Some(c) => c,
             None => {
-                let c = SqliteStore::open(&self.root, &self.tenant, false)?;
+                let c = self.at.open(&self.tenant, false)?;
                 c.set_cache_kib(READER_CACHE_KIB)?;
                 c
             }
@@ -115,7 +116,7 @@ impl StoreKb {
     }
 
     /// A document's text, from the cache or read through `conn`.
-    fn text(&self, conn: &SqliteStore, e: &Entry) -> Option<Arc<str>> {
+    fn text(&self, conn: &dyn Storage, e: &Entry) -> Option<Arc<str>> {
         if let Some(t) = lock(&self.texts).get(&e.hash) {
             return Some(t.clone());
         }
@@ -142,7 +143,7 @@ impl StoreKb {
             let st = self.state.read().unwrap_or_else(|p| p.into_inner());
             if let Some(view) = st.view.as_ref().filter(|_| st.shows(&head)) {
                 if query.is_none_or(|q| view.index.missing_terms(q).is_empty()) {
-                    return f(view, &mut |e| self.text(&conn, e));
+                    return f(view, &mut |e| self.text(&*conn, e));
                 }
             }
         }
@@ -150,9 +151,9 @@ impl StoreKb {
         // before anyone else can move the model on.
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         for _ in 0..CATCH_UP_TRIES {
-            st.catch_up(&conn, &self.tenant)?;
+            st.catch_up(&*conn, &self.tenant)?;
             let Some(q) = query else { break };
-            st.load_terms(&conn, q)?;
+            st.load_terms(&*conn, q)?;
             // Postings read after another commit landed would score the
             // model's documents against a different collection (more
             // documents holding a word than the model has): catch up and
@@ -165,7 +166,7 @@ impl StoreKb {
             .view
             .as_ref()
             .ok_or_else(|| Error::Store("no view".into()))?;
-        f(view, &mut |e| self.text(&conn, e))
+        f(view, &mut |e| self.text(&*conn, e))
     }
 
     /// Runs `f` with the commit connection and the model to itself, the
@@ -174,14 +175,14 @@ impl StoreKb {
     pub(crate) fn exclusive<R, E: From<Error>>(
         &self,
         create: bool,
-        f: impl FnOnce(&mut SqliteStore, &mut Loaded) -> Result<R, E>,
+        f: impl FnOnce(&mut dyn Storage, &mut Loaded) -> Result<R, E>,
     ) -> Result<R, E> {
         let mut writer = lock(&self.writer);
         if writer.is_none() {
-            *writer = Some(SqliteStore::open(&self.root, &self.tenant, create)?);
+            *writer = Some(self.at.open(&self.tenant, create)?);
         }
         let store = writer
-            .as_mut()
+            .as_deref_mut()
             .ok_or_else(|| Error::Store("store not open".into()))?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         st.catch_up(store, &self.tenant)?;
@@ -204,7 +205,7 @@ impl Loaded {
     }
 
     /// Loads the model once, then applies commits made elsewhere.
-    pub(crate) fn catch_up(&mut self, store: &SqliteStore, tenant: &str) -> Result<(), Error> {
+    pub(crate) fn catch_up(&mut self, store: &dyn Storage, tenant: &str) -> Result<(), Error> {
         if let Some(view) = self.view.as_mut() {
             let head = store.head()?;
             if head == self.head {
@@ -240,7 +241,7 @@ impl Loaded {
     }
 
     /// Reads the postings of `query`'s words not in memory yet.
-    fn load_terms(&mut self, store: &SqliteStore, query: &str) -> Result<(), Error> {
+    fn load_terms(&mut self, store: &dyn Storage, query: &str) -> Result<(), Error> {
         let Some(view) = self.view.as_mut() else {
             return Ok(());
         };
@@ -257,7 +258,7 @@ impl Loaded {
     /// another connection committed first (unless `expected` pins it).
     pub(crate) fn commit(
         &mut self,
-        store: &mut SqliteStore,
+        store: &mut dyn Storage,
         tenant: &str,
         changes: &[Change],
         compiled: Vec<Option<Compiled>>,
@@ -292,7 +293,7 @@ impl Loaded {
 
     fn try_commit(
         &mut self,
-        store: &mut SqliteStore,
+        store: &mut dyn Storage,
         changes: &[Change],
         compiled: &[Option<Compiled>],
         expected: Option<&str>,

@@ -63,7 +63,7 @@ impl ConnArgs {
 
     fn store(&self) -> Result<Dsn, Error> {
         match self.dsn()? {
-            d @ Dsn::Store { .. } => Ok(d),
+            d @ (Dsn::Store { .. } | Dsn::Postgres { .. }) => Ok(d),
             other => Err(Error::Usage(format!(
                 "this command writes into a store: give --tenant (and --data) or a connection with ?tenant= (got {other})"
             ))),

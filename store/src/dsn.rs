@@ -37,6 +37,14 @@ pub enum Dsn {
         /// The bearer token; it picks the tenant.
         token: Option<String>,
     },
+    /// `okf+postgres://user@host:5432/db?tenant=t` (libpq parameters such
+    /// as `sslmode` pass through): a tenant of a PostgreSQL store.
+    Postgres {
+        /// The `postgres://` connection string, without `tenant`.
+        url: String,
+        /// The tenant.
+        tenant: String,
+    },
     /// `okf+npipe://./pipe/name`: parsed, not supported.
     Npipe {
         /// `\\.\pipe\<name>`.
@@ -44,7 +52,70 @@ pub enum Dsn {
     },
 }
 
-const SCHEMES: &str = "okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:";
+const SCHEMES: &str = "okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:, okf+postgres:";
+
+impl Dsn {
+    /// Where the store of a store connection lives, and its tenant (`None`
+    /// for folders and daemons).
+    pub fn store(&self) -> Option<(crate::backend::Location, &str)> {
+        use crate::backend::Location;
+        match self {
+            Dsn::Store { root, tenant } => Some((Location::Sqlite(root.clone()), tenant)),
+            Dsn::Postgres { url, tenant } => Some((Location::Postgres(url.clone()), tenant)),
+            _ => None,
+        }
+    }
+
+    /// True when the connection has revisions (a store, here or behind a
+    /// daemon), so history, transactions and restore apply.
+    pub fn has_revisions(&self) -> bool {
+        !matches!(self, Dsn::Folder { .. } | Dsn::Npipe { .. })
+    }
+}
+
+/// `okf+postgres://…`: every parameter but `tenant` is PostgreSQL's.
+fn postgres(url: &url::Url, shown: &str) -> Result<Dsn, String> {
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!(
+            "invalid dsn \"{shown}\": name the PostgreSQL host (okf+postgres://user@host:5432/db?tenant=t)"
+        ));
+    }
+    let mut tenant = None;
+    let mut rest = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in url.query_pairs() {
+        if k == "tenant" {
+            if tenant.is_some() {
+                return Err(format!(
+                    "invalid dsn \"{shown}\": tenant is given more than once"
+                ));
+            }
+            tenant = Some(v.into_owned());
+        } else {
+            rest.append_pair(&k, &v);
+        }
+    }
+    let tenant = tenant.filter(|t| !t.is_empty()).ok_or_else(|| {
+        format!("invalid dsn \"{shown}\": a PostgreSQL connection needs ?tenant=")
+    })?;
+    names::check_tenant(&tenant)?;
+    let query = rest.finish();
+    let auth = match (url.username(), url.password()) {
+        ("", _) => String::new(),
+        (u, None) => format!("{u}@"),
+        (u, Some(p)) => format!("{u}:{p}@"),
+    };
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+    let q = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
+    Ok(Dsn::Postgres {
+        url: format!("postgres://{auth}{host}{port}{}{q}", url.path()),
+        tenant,
+    })
+}
 
 /// The platform data root: `OKFIT_DATA`, else the platform's data
 /// directory (`$XDG_DATA_HOME/okfit`, `~/.local/share/okfit`,
@@ -105,13 +176,30 @@ fn windows_form(s: &str) -> String {
 
 /// `dsn` with every `token=` value replaced by `…`, for messages and logs.
 pub fn masked(dsn: &str) -> String {
-    let Some((head, query)) = dsn.split_once('?') else {
-        return crate::error::truncate(dsn);
+    let (head, query) = dsn.split_once('?').unwrap_or((dsn, ""));
+    // A password in the authority (`user:secret@host`) is masked too.
+    let head = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority = rest.split('/').next().unwrap_or(rest);
+            match authority.rsplit_once('@') {
+                Some((user, _)) if user.contains(':') => {
+                    let name = user.split(':').next().unwrap_or_default();
+                    format!("{scheme}://{name}:…@{}", &rest[user.len() + 1..])
+                }
+                _ => head.to_string(),
+            }
+        }
+        None => head.to_string(),
     };
+    if query.is_empty() && !dsn.contains('?') {
+        return crate::error::truncate(&head);
+    }
     let params: Vec<String> = query
         .split('&')
         .map(|p| match p.split_once('=') {
-            Some((k, v)) if k == "token" && !v.is_empty() => format!("{k}=…"),
+            Some((k, v)) if (k == "token" || k == "password") && !v.is_empty() => {
+                format!("{k}=…")
+            }
             _ => p.to_string(),
         })
         .collect();
@@ -136,6 +224,9 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
     }
     let url = url::Url::parse(&normalized).map_err(|_| format!("invalid dsn \"{dsn}\""))?;
     let scheme = url.scheme().to_string();
+    if scheme == "okf+postgres" || scheme == "okf+postgresql" {
+        return postgres(&url, dsn);
+    }
     let mut tenant = None;
     let mut token = None;
     for (k, v) in url.query_pairs() {
@@ -257,6 +348,11 @@ impl std::fmt::Display for Dsn {
             }
             Dsn::Http { origin, .. } => write!(f, "okf+{origin}"),
             Dsn::Npipe { pipe } => write!(f, "okf+npipe:{pipe}"),
+            Dsn::Postgres { url, tenant } => {
+                // Never the password.
+                let shown = crate::postgres::shown(url);
+                write!(f, "okf+{shown}?tenant={tenant}")
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod beneath;
 pub mod change;
 pub mod clock;
@@ -14,6 +15,7 @@ pub mod dsn;
 pub mod error;
 pub mod git;
 pub mod live;
+pub mod postgres;
 pub mod sqlite;
 pub mod walk;
 pub mod watch;

@@ -154,6 +154,13 @@ pub trait Storage: Send {
     fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error>;
     /// Re-checks every retained revision's documents and digests.
     fn verify(&self) -> Result<Verified, Error>;
+    /// Caps this connection's own cache at `kib` KiB where it has one. A
+    /// pool of read connections keeps theirs small: the read model holds
+    /// what they read.
+    fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
+        let _ = kib;
+        Ok(())
+    }
 }
 
 /// The documents of one revision: `(bundle, path) → hash`.
@@ -291,15 +298,6 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Caps this connection's page cache at `kib` KiB. A pool of read
-    /// connections keeps theirs small: the read model holds what they
-    /// read, and each connection's cache is memory of its own.
-    pub fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
-        self.conn
-            .pragma_update(None, "cache_size", -i64::from(kib))
-            .map_err(|e| store_err(&self.path, e))
     }
 
     fn head_in(conn: &Connection) -> rusqlite::Result<Option<Head>> {
@@ -449,7 +447,7 @@ impl SqliteStore {
 
 /// The revision digest: sha256 of the canonical JSON of the revision's
 /// metadata and the changes it made.
-fn revision_digest(parent: Option<&str>, plan: &CommitPlan) -> String {
+pub(crate) fn revision_digest(parent: Option<&str>, plan: &CommitPlan) -> String {
     let mut ch = Sha256::new();
     for c in &plan.changes {
         ch.update(c.bundle.as_bytes());
@@ -560,6 +558,12 @@ impl SqliteStore {
 }
 
 impl Storage for SqliteStore {
+    fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
+        self.conn
+            .pragma_update(None, "cache_size", -i64::from(kib))
+            .map_err(|e| store_err(&self.path, e))
+    }
+
     fn head(&self) -> Result<Option<Head>, Error> {
         Ok(Self::head_in(&self.conn)?)
     }

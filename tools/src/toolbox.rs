@@ -55,14 +55,7 @@ impl Toolbox {
                 continue;
             };
             if def.group == Group::Database
-                && !fixed.as_ref().is_some_and(|k| {
-                    matches!(
-                        k.dsn(),
-                        okfit_store::dsn::Dsn::Store { .. }
-                            | okfit_store::dsn::Dsn::Unix { .. }
-                            | okfit_store::dsn::Dsn::Http { .. }
-                    )
-                })
+                && !fixed.as_ref().is_some_and(|k| k.dsn().has_revisions())
             {
                 return Err(Error::Usage(format!(
                     "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"

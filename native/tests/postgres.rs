@@ -1,0 +1,402 @@
+//! The PostgreSQL store behaves as the SQLite store does: a scripted
+//! session of every store command gives the same bytes on both (revision
+//! ids and commit times aside), two writers racing for one document get
+//! exactly one success, and one tenant never sees another's documents.
+//!
+//! Needs `OKFIT_TEST_POSTGRES`, the `postgres://` URL of a server on which
+//! the tests may create databases: `./scripts/test.sh` starts a throwaway
+//! cluster and sets it (`scripts/pg.sh start DIR` prints one by hand).
+//! Without it these tests fail: they never pass by skipping.
+
+mod common;
+
+use common::Out;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
+const HANG: Duration = Duration::from_secs(120);
+
+fn server() -> String {
+    std::env::var("OKFIT_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!(
+            "OKFIT_TEST_POSTGRES is not set: the PostgreSQL tests need a server. Run ./scripts/test.sh (it starts one), or start one with scripts/pg.sh start DIR and export the URL it prints"
+        )
+    })
+}
+
+static DATABASES: AtomicUsize = AtomicUsize::new(0);
+
+/// A new empty database on the test server, as an `okf+postgres://` base
+/// (append `?tenant=…`).
+fn fresh_database() -> String {
+    let base = server();
+    let name = format!(
+        "okfit_t{}_{}",
+        std::process::id(),
+        DATABASES.fetch_add(1, Ordering::SeqCst)
+    );
+    let mut c = postgres::Client::connect(&base, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("cannot reach the test server {base}: {e}"));
+    c.batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+    let mut u = url::Url::parse(&base).expect("OKFIT_TEST_POSTGRES is a URL");
+    u.set_path(&format!("/{name}"));
+    u.set_query(None);
+    u.to_string().replacen("postgres://", "okf+postgres://", 1)
+}
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::Builder::new()
+            .prefix("okfit-pg-")
+            .tempdir()
+            .expect("temporary directory");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        for d in ["home", "xdg"] {
+            std::fs::create_dir_all(root.join(d)).expect("folder");
+        }
+        Sandbox { _dir: dir, root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
+        let mut c = Command::new(OKFIT);
+        c.current_dir(&self.root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("OKFIT_DATA", self.path("default-data"))
+            .env("LC_ALL", "C")
+            .args(args);
+        common::run(c, input, HANG)
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/kb-native")
+        .join(name)
+}
+
+/// One step of the scripted session: arguments (the connection is added)
+/// and stdin.
+struct Step {
+    args: Vec<String>,
+    input: Option<Vec<u8>>,
+}
+
+fn step(args: &[&str]) -> Step {
+    Step {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        input: None,
+    }
+}
+
+fn step_in(args: &[&str], input: impl Into<Vec<u8>>) -> Step {
+    Step {
+        input: Some(input.into()),
+        ..step(args)
+    }
+}
+
+const REVENUE: &str = "---\ntype: Metric\ntitle: Revenue\ndescription: Money in, net of refunds.\nstatus: draft\n---\n\n# Revenue\n\nSum of [orders](../tables/orders.md) less refunds, per day.\n";
+const CHURN: &str = "---\ntype: Metric\ntitle: Churn\ndescription: Customers lost per month.\n---\n\n# Churn\n\nCounted at month end.\n";
+
+/// Runs the session against `dsn`; every step's exit code, stdout and
+/// stderr, with revision ids numbered in order of appearance and commit
+/// times blanked.
+fn session(sb: &Sandbox, dsn: &str, store: &str) -> Vec<String> {
+    let sales = fixture("sales").display().to_string();
+    let imp = sb.path("imp");
+    common::copy_tree(&fixture("sales"), &imp.join("sales"));
+    common::copy_tree(&fixture("ops"), &imp.join("ops"));
+    let imp = imp.display().to_string();
+    let deploy = std::fs::read(fixture("ops").join("deploy.md")).expect("fixture");
+    let batch = serde_json::json!({"changes": [
+        {"operation": "write", "bundle": "sales", "path": "metrics/churn.md", "content": CHURN},
+        {"operation": "delete", "bundle": "ops", "path": "deploy.md", "replaces": common::sha256_hex(&deploy)}
+    ]})
+    .to_string();
+    let stale = "0".repeat(64);
+    let steps = vec![
+        step(&["manifest"]),
+        step(&["put", &sales]),
+        step(&["manifest"]),
+        step(&["import", &imp]),
+        step(&["snapshot"]),
+        step(&["search", "revenue refunds"]),
+        step(&["get", "customers"]),
+        step_in(
+            &["write", "sales", "metrics/revenue.md", "--force"],
+            REVENUE,
+        ),
+        step_in(
+            &["write", "sales", "metrics/revenue.md", "--replaces", &stale],
+            REVENUE,
+        ),
+        step_in(&["write", "sales", "metrics/new.md", "--create"], CHURN),
+        step_in(&["write", "sales", "metrics/new.md", "--create"], CHURN),
+        step(&["delete", "sales", "metrics/new.md", "--force"]),
+        step_in(&["transact"], batch.clone()),
+        step_in(&["transact"], batch),
+        step(&["manifest"]),
+        step(&["search", "customers lost"]),
+        step(&["history", "--limit", "3"]),
+        step(&["verify"]),
+        step(&["gc", "--keep", "2"]),
+        step(&["history"]),
+        step(&["verify"]),
+        step(&["snapshot"]),
+    ];
+    let mut out = vec![];
+    for s in &steps {
+        let mut args: Vec<&str> = s.args.iter().map(String::as_str).collect();
+        args.extend(["-c", dsn]);
+        let o = sb.okfit(&args, s.input.as_deref());
+        out.push(format!(
+            "$ okfit {}\nexit {}\n{}\n--- stderr\n{}",
+            s.args.join(" "),
+            o.code,
+            String::from_utf8_lossy(&o.stdout),
+            o.stderr
+        ));
+    }
+    // Restore the first retained revision, then export every document.
+    let history = sb.okfit(&["history", "-c", dsn], None);
+    let v: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap_or_default();
+    let revisions = v["revisions"].as_array().cloned().unwrap_or_default();
+    let id =
+        |r: Option<&serde_json::Value>| r.and_then(|r| r["revision"].as_str().map(str::to_string));
+    if let (Some(head), Some(oldest)) = (id(revisions.first()), id(revisions.last())) {
+        let o = sb.okfit(
+            &["restore", &oldest, "--expected-revision", &head, "-c", dsn],
+            None,
+        );
+        out.push(format!(
+            "$ okfit restore <oldest>\nexit {}\n{}\n--- stderr\n{}",
+            o.code,
+            String::from_utf8_lossy(&o.stdout),
+            o.stderr
+        ));
+    }
+    let to = sb.path("export");
+    let o = sb.okfit(&["export", &to.display().to_string(), "-c", dsn], None);
+    out.push(format!("$ okfit export\nexit {}\n{}", o.code, o.stderr));
+    for (p, b) in common::tree_bytes(&to) {
+        out.push(format!("{p} {}", common::sha256_hex(&b)));
+    }
+    let out = out
+        .into_iter()
+        .map(|l| l.replace(store, "<store>"))
+        .collect();
+    normalise(out, &sb.root)
+}
+
+/// Numbers revision ids in order of first appearance and blanks commit
+/// times and the sandbox path.
+fn normalise(lines: Vec<String>, root: &Path) -> Vec<String> {
+    let root = root.display().to_string();
+    let mut ids: Vec<String> = vec![];
+    let created = regex_created();
+    lines
+        .into_iter()
+        .map(|l| {
+            let l = l.replace(&root, "<sandbox>");
+            let l = cursors(&created(&l));
+            let mut out = l.clone();
+            for w in revision_ids(&l) {
+                if !ids.contains(&w) {
+                    ids.push(w.clone());
+                }
+            }
+            for (i, id) in ids.iter().enumerate() {
+                out = out.replace(id, &format!("<rev{}>", i + 1));
+            }
+            out
+        })
+        .collect()
+}
+
+/// The revision ids a line names: the values of `"revision"` and
+/// `"parent"` keys, and the ids `okfit` prints after "revision ".
+fn revision_ids(line: &str) -> Vec<String> {
+    let mut out = vec![];
+    for key in [
+        "\"revision\":\"",
+        "\"parent\":\"",
+        "revision ",
+        "before=",
+        "expectedRevision\":\"",
+    ] {
+        let mut rest = line;
+        while let Some(i) = rest.find(key) {
+            let tail = &rest[i + key.len()..];
+            let id: String = tail.chars().take_while(|c| c.is_ascii_hexdigit()).collect();
+            if id.len() == 64 {
+                out.push(id);
+            }
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// Shows history cursors (`"next":"…"`, base64 of the revision they
+/// continue before) as `cursor(before=<id>)`.
+fn cursors(line: &str) -> String {
+    use base64::Engine as _;
+    let key = "\"next\":\"";
+    let Some(i) = line.find(key) else {
+        return line.to_string();
+    };
+    let tail = &line[i + key.len()..];
+    let end = tail.find('"').unwrap_or(tail.len());
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&tail[..end])
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let before = decoded
+        .as_ref()
+        .and_then(|v| v["before"].as_str())
+        .unwrap_or("?");
+    format!(
+        "{}cursor(before={before}){}",
+        &line[..i + key.len()],
+        &tail[end..]
+    )
+}
+
+/// Blanks `"created":"…"` values.
+fn regex_created() -> impl Fn(&str) -> String {
+    |line: &str| {
+        let key = "\"created\":\"";
+        let mut out = String::new();
+        let mut rest = line;
+        while let Some(i) = rest.find(key) {
+            out.push_str(&rest[..i + key.len()]);
+            let tail = &rest[i + key.len()..];
+            let end = tail.find('"').unwrap_or(tail.len());
+            out.push_str("<time>");
+            rest = &tail[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+#[test]
+fn a_scripted_session_answers_the_same_on_sqlite_and_postgresql() {
+    let lite = Sandbox::new();
+    let data = lite.path("data").display().to_string();
+    let sqlite = session(&lite, &format!("okf://{data}?tenant=acme"), &data);
+    let pg = Sandbox::new();
+    let db = fresh_database();
+    let shown = db.trim_start_matches("okf+").to_string();
+    let postgres = session(&pg, &format!("{db}?tenant=acme"), &shown);
+    if let Some(p) = std::env::var_os("OKFIT_TEST_SESSION_OUT") {
+        std::fs::write(p, sqlite.join("\n")).expect("session transcript");
+    }
+    assert_eq!(sqlite.len(), postgres.len());
+    for (a, b) in sqlite.iter().zip(&postgres) {
+        assert_eq!(a, b, "SQLite and PostgreSQL differ");
+    }
+    // The session did what it says: commits, refusals, gc and a restore.
+    let all = sqlite.join("\n");
+    for expected in [
+        "concept changed since it was read",
+        "concept already exists",
+        "$ okfit restore <oldest>\nexit 0",
+        "<rev5>",
+    ] {
+        assert!(all.contains(expected), "{expected}: {all}");
+    }
+}
+
+#[test]
+fn racing_writers_get_exactly_one_success() {
+    let base = fresh_database();
+    let dsn = format!("{base}?tenant=race");
+    let sb = Sandbox::new();
+    let first = sb.okfit(
+        &["write", "b", "doc.md", "--create", "-c", &dsn],
+        Some(b"# Doc\n\nversion 0\n"),
+    );
+    first.expect_code(0);
+    for round in 0..20 {
+        let hash = current_hash(&sb, &dsn);
+        let outs: Vec<Out> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|i| {
+                    let (sb, dsn, hash) = (&sb, &dsn, &hash);
+                    s.spawn(move || {
+                        let body = format!("# Doc\n\nround {round}, writer {i}\n");
+                        sb.okfit(
+                            &["write", "b", "doc.md", "--replaces", hash, "-c", dsn],
+                            Some(body.as_bytes()),
+                        )
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("writer")).collect()
+        });
+        let won = outs.iter().filter(|o| o.code == 0).count();
+        assert_eq!(
+            won,
+            1,
+            "round {round}: {:?}",
+            outs.iter()
+                .map(|o| (o.code, o.stderr.clone()))
+                .collect::<Vec<_>>()
+        );
+    }
+    let v = sb.okfit(&["verify", "-c", &dsn], None);
+    v.expect_code(0);
+}
+
+/// The current hash of b/doc.md from `okfit export`.
+fn current_hash(sb: &Sandbox, dsn: &str) -> String {
+    let to = sb.path(&format!("x{}", DATABASES.fetch_add(1, Ordering::SeqCst)));
+    sb.okfit(&["export", &to.display().to_string(), "-c", dsn], None)
+        .expect_code(0);
+    let bytes = std::fs::read(to.join("b/doc.md")).expect("exported document");
+    common::sha256_hex(&bytes)
+}
+
+#[test]
+fn one_tenant_never_sees_another() {
+    let base = fresh_database();
+    let sb = Sandbox::new();
+    let a = format!("{base}?tenant=alpha");
+    let b = format!("{base}?tenant=beta");
+    sb.okfit(
+        &["write", "x", "secret.md", "--create", "-c", &a],
+        Some(CHURN.as_bytes()),
+    )
+    .expect_code(0);
+    let m = sb.okfit(&["manifest", "-c", &b], None);
+    assert_ne!(m.code, 0, "beta does not exist yet");
+    assert!(m.stderr.contains("no tenant \"beta\""), "{}", m.stderr);
+    sb.okfit(
+        &["write", "y", "open.md", "--create", "-c", &b],
+        Some(REVENUE.as_bytes()),
+    )
+    .expect_code(0);
+    let m = sb.okfit(&["manifest", "-c", &b], None).ok();
+    assert!(!m.contains("Churn") && !m.contains("secret"), "{m}");
+    let s = sb.okfit(&["search", "customers lost", "-c", &b], None).ok();
+    assert!(!s.contains("secret"), "{s}");
+    let m = sb.okfit(&["manifest", "-c", &a], None).ok();
+    assert!(!m.contains("open"), "{m}");
+}

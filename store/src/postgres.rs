@@ -1,0 +1,811 @@
+//! The PostgreSQL store: every tenant in one schema, each row keyed by its
+//! tenant, behind the same [`Storage`] trait as the SQLite store and with
+//! the same meaning: exact bytes content-addressed by sha256, the current
+//! documents with their compiled rows and search postings, and every
+//! revision with the changes it made.
+//!
+//! One schema keyed by tenant rather than a schema per tenant: migrations
+//! run once for all tenants, a tenant is one row (created by its first
+//! write), and thousands of tenants do not mean thousands of catalogs.
+//! Migrations are versioned in `okfit_migrations` and run at open under an
+//! advisory lock, so replicas starting together apply each once.
+//!
+//! A commit advances the tenant's head with `UPDATE … WHERE head = $base`
+//! in the same transaction that writes its rows (no row updated: another
+//! commit won), and announces `tenant:seq` on the `okfit_commits` channel
+//! for replicas that keep read models warm.
+
+use crate::error::Error;
+use crate::sqlite::{
+    digest_of, revision_digest, Changed, CommitPlan, DocRow, Head, RevisionInfo, State, Storage,
+    Verified, COMPILER_VERSION,
+};
+use okfit_core::doc::hex;
+use okfit_core::kb::compile::Compiled;
+use okfit_core::kb::search::DocTerms;
+use postgres::{Client, GenericClient, NoTls, Row, Transaction};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// The channel commits are announced on, with payload `tenant:seq`.
+pub const CHANNEL: &str = "okfit_commits";
+
+/// The migrations, in order; `okfit_migrations` records which ran.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE okfit_tenants(
+  id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, head BIGINT NOT NULL DEFAULT 0,
+  compiler TEXT NOT NULL);
+CREATE TABLE okfit_blobs(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), hash TEXT NOT NULL,
+  bytes BYTEA NOT NULL, PRIMARY KEY(tenant, hash));
+CREATE TABLE okfit_docs(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), slot INTEGER NOT NULL,
+  bundle TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, len DOUBLE PRECISION NOT NULL,
+  compiled TEXT NOT NULL, PRIMARY KEY(tenant, slot), UNIQUE(tenant, bundle, path));
+CREATE TABLE okfit_doc_terms(tenant BIGINT NOT NULL, slot INTEGER NOT NULL, terms BYTEA NOT NULL,
+  PRIMARY KEY(tenant, slot));
+CREATE TABLE okfit_terms(id BIGSERIAL PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE TABLE okfit_postings(tenant BIGINT NOT NULL, term BIGINT NOT NULL, slot INTEGER NOT NULL,
+  tf REAL NOT NULL, PRIMARY KEY(tenant, term, slot));
+CREATE TABLE okfit_revisions(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), seq BIGINT NOT NULL,
+  revision TEXT NOT NULL, parent TEXT, snapshot TEXT NOT NULL, created TEXT NOT NULL,
+  concepts BIGINT NOT NULL, bundles TEXT NOT NULL, PRIMARY KEY(tenant, seq),
+  UNIQUE(tenant, revision));
+CREATE TABLE okfit_changes(tenant BIGINT NOT NULL, seq BIGINT NOT NULL, bundle TEXT NOT NULL,
+  path TEXT NOT NULL, old TEXT, new TEXT, PRIMARY KEY(tenant, seq, bundle, path));
+"];
+
+/// The lock key migrations run under (any constant shared by replicas).
+const MIGRATION_LOCK: i64 = 0x006f_6b66_6974;
+
+fn pg_err(e: postgres::Error) -> Error {
+    // A lost connection or a server shutting down is unavailability; the
+    // caller may retry.
+    if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
+        return Error::Store(format!("postgresql: {e}"));
+    }
+    match e.code() {
+        Some(c)
+            if *c == postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+                || *c == postgres::error::SqlState::UNIQUE_VIOLATION =>
+        {
+            Error::Conflict("database changed: re-read the revision and document hashes".into())
+        }
+        _ => Error::Store(format!("postgresql: {e}")),
+    }
+}
+
+/// Applies the migrations not yet recorded.
+pub fn migrate(client: &mut Client) -> Result<(), Error> {
+    let mut tx = client.transaction().map_err(pg_err)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(pg_err)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS okfit_migrations(version INTEGER PRIMARY KEY,
+           applied TIMESTAMPTZ NOT NULL DEFAULT now())",
+    )
+    .map_err(pg_err)?;
+    let done: i32 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM okfit_migrations",
+            &[],
+        )
+        .map_err(pg_err)?
+        .get(0);
+    if done as usize > MIGRATIONS.len() {
+        return Err(Error::Store(format!(
+            "postgresql: schema version {done} is newer than this okfit understands; upgrade okfit"
+        )));
+    }
+    for (i, m) in MIGRATIONS.iter().enumerate().skip(done as usize) {
+        tx.batch_execute(m).map_err(pg_err)?;
+        tx.execute(
+            "INSERT INTO okfit_migrations(version) VALUES ($1)",
+            &[&(i as i32 + 1)],
+        )
+        .map_err(pg_err)?;
+    }
+    tx.commit().map_err(pg_err)
+}
+
+/// `url` as messages show it: no password, no parameters.
+pub fn shown(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.to_string()
+        }
+        Err(_) => "the PostgreSQL database".into(),
+    }
+}
+
+/// Connects to `url`, a `postgres://` connection string. `sslmode`
+/// `disable` and `prefer` connect in the clear; TLS is not spoken yet.
+pub fn connect(url: &str) -> Result<Client, Error> {
+    let config: postgres::Config = url
+        .parse()
+        .map_err(|e| Error::Usage(format!("invalid postgresql connection string ({e})")))?;
+    match config.get_ssl_mode() {
+        postgres::config::SslMode::Disable | postgres::config::SslMode::Prefer => {
+            config.connect(NoTls).map_err(pg_err)
+        }
+        _ => Err(Error::Usage(
+            "sslmode=require needs TLS, which this build does not speak to PostgreSQL yet: use sslmode=disable on a trusted network".into(),
+        )),
+    }
+}
+
+/// One tenant of the PostgreSQL store, over a connection of its own.
+pub struct PgStore {
+    client: Mutex<Client>,
+    tenant: String,
+    id: i64,
+    /// Term ids already in the database (ids are never reused or removed).
+    term_ids: HashMap<String, i64>,
+}
+
+type NewTerms = HashMap<String, i64>;
+
+fn head_in(c: &mut impl GenericClient, id: i64) -> Result<Option<Head>, Error> {
+    let row = c
+        .query_opt(
+            "SELECT seq, revision FROM okfit_revisions WHERE tenant = $1 ORDER BY seq DESC LIMIT 1",
+            &[&id],
+        )
+        .map_err(pg_err)?;
+    Ok(row.map(|r| Head {
+        seq: r.get(0),
+        revision: r.get(1),
+    }))
+}
+
+fn doc_row(tenant: &str, r: &Row) -> Result<DocRow, Error> {
+    let (bundle, path): (String, String) = (r.get(1), r.get(2));
+    let text: String = r.get(4);
+    let compiled = Compiled::decode(&text).ok_or_else(|| {
+        Error::Store(format!(
+            "postgresql tenant {tenant}: database corruption: unreadable compiled row for {bundle}/{path}"
+        ))
+    })?;
+    Ok(DocRow {
+        slot: r.get::<_, i32>(0) as u32,
+        bundle,
+        path,
+        hash: r.get(3),
+        compiled,
+        len: r.get::<_, f64>(5) as f32,
+    })
+}
+
+fn info_row(r: &Row) -> RevisionInfo {
+    let bundles: String = r.get(5);
+    RevisionInfo {
+        revision: r.get(0),
+        parent: r.get(1),
+        snapshot: r.get(2),
+        created: r.get(3),
+        concepts: r.get::<_, i64>(4) as usize,
+        bundles: serde_json::from_str(&bundles).unwrap_or_default(),
+    }
+}
+
+const DOC_COLUMNS: &str = "slot, bundle, path, hash, compiled, len";
+
+impl PgStore {
+    /// Opens `tenant` over `url`, running migrations first. With `create`,
+    /// a missing tenant is created; without, it is an error naming it.
+    pub fn open(url: &str, tenant: &str, create: bool) -> Result<PgStore, Error> {
+        let mut client = connect(url)?;
+        migrate(&mut client)?;
+        let find = |c: &mut Client| -> Result<Option<i64>, Error> {
+            Ok(
+                c.query_opt("SELECT id FROM okfit_tenants WHERE name = $1", &[&tenant])
+                    .map_err(pg_err)?
+                    .map(|r| r.get(0)),
+            )
+        };
+        let id = match find(&mut client)? {
+            Some(id) => id,
+            None if create => {
+                client
+                    .execute(
+                        "INSERT INTO okfit_tenants(name, compiler) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+                        &[&tenant, &COMPILER_VERSION],
+                    )
+                    .map_err(pg_err)?;
+                find(&mut client)?.ok_or_else(|| {
+                    Error::Store(format!("postgresql: cannot create tenant {tenant}"))
+                })?
+            }
+            None => {
+                return Err(Error::NoTenant(format!(
+                    "no tenant \"{tenant}\" in {}: write a concept or run okfit put to create it",
+                    shown(url)
+                )))
+            }
+        };
+        Ok(PgStore {
+            client: Mutex::new(client),
+            tenant: tenant.to_string(),
+            id,
+            term_ids: HashMap::new(),
+        })
+    }
+
+    fn client(&self) -> MutexGuard<'_, Client> {
+        self.client.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn term_id(
+        tx: &mut Transaction<'_>,
+        cache: &HashMap<String, i64>,
+        fresh: &mut NewTerms,
+        term: &str,
+    ) -> Result<i64, Error> {
+        if let Some(id) = cache.get(term).or_else(|| fresh.get(term)) {
+            return Ok(*id);
+        }
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO okfit_terms(term) VALUES ($1) ON CONFLICT (term) DO UPDATE SET term = excluded.term RETURNING id",
+                &[&term],
+            )
+            .map_err(pg_err)?
+            .get(0);
+        fresh.insert(term.to_string(), id);
+        Ok(id)
+    }
+
+    /// Brings a slot's postings from its stored terms to `new`, touching
+    /// only the terms that differ, and stores `new` as its terms.
+    fn update_postings(
+        &self,
+        tx: &mut Transaction<'_>,
+        fresh: &mut NewTerms,
+        slot: u32,
+        new: Option<&DocTerms>,
+    ) -> Result<(), Error> {
+        let id = self.id;
+        let s = slot as i32;
+        let old: Option<DocTerms> = tx
+            .query_opt(
+                "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
+                &[&id, &s],
+            )
+            .map_err(pg_err)?
+            .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0)));
+        let empty: Vec<(String, f32)> = vec![];
+        let a = old.as_ref().map_or(&empty, |t| &t.terms);
+        let b = new.map_or(&empty, |t| &t.terms);
+        let mut gone: Vec<i64> = vec![];
+        let mut put: Vec<(i64, f32)> = vec![];
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let ord = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) => x.0.cmp(&y.0),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match ord {
+                std::cmp::Ordering::Less => {
+                    gone.push(Self::term_id(tx, &self.term_ids, fresh, &a[i].0)?);
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    put.push((Self::term_id(tx, &self.term_ids, fresh, &b[j].0)?, b[j].1));
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    if a[i].1 != b[j].1 {
+                        put.push((Self::term_id(tx, &self.term_ids, fresh, &b[j].0)?, b[j].1));
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        if !gone.is_empty() {
+            tx.execute(
+                "DELETE FROM okfit_postings WHERE tenant = $1 AND slot = $2 AND term = ANY($3)",
+                &[&id, &s, &gone],
+            )
+            .map_err(pg_err)?;
+        }
+        if !put.is_empty() {
+            let (terms, tfs): (Vec<i64>, Vec<f32>) = put.into_iter().unzip();
+            tx.execute(
+                "INSERT INTO okfit_postings(tenant, term, slot, tf)
+                   SELECT $1, t, $2, f FROM UNNEST($3::BIGINT[], $4::REAL[]) AS u(t, f)
+                 ON CONFLICT (tenant, term, slot) DO UPDATE SET tf = excluded.tf",
+                &[&id, &s, &terms, &tfs],
+            )
+            .map_err(pg_err)?;
+        }
+        match new {
+            Some(t) => tx.execute(
+                "INSERT INTO okfit_doc_terms(tenant, slot, terms) VALUES ($1, $2, $3)
+                 ON CONFLICT (tenant, slot) DO UPDATE SET terms = excluded.terms",
+                &[&id, &s, &t.encode()],
+            ),
+            None => tx.execute(
+                "DELETE FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
+                &[&id, &s],
+            ),
+        }
+        .map_err(pg_err)?;
+        Ok(())
+    }
+
+    fn current_state(c: &mut impl GenericClient, id: i64) -> Result<State, Error> {
+        Ok(c.query(
+            "SELECT bundle, path, hash FROM okfit_docs WHERE tenant = $1",
+            &[&id],
+        )
+        .map_err(pg_err)?
+        .iter()
+        .map(|r| ((r.get(0), r.get(1)), r.get(2)))
+        .collect())
+    }
+
+    /// Undoes, newest first, the changes of the revisions after `from` up
+    /// to and including `to`.
+    fn undo_between(
+        c: &mut impl GenericClient,
+        id: i64,
+        state: &mut State,
+        from: i64,
+        to: i64,
+    ) -> Result<(), Error> {
+        let rows = c
+            .query(
+                "SELECT bundle, path, old FROM okfit_changes
+                  WHERE tenant = $1 AND seq > $2 AND seq <= $3 ORDER BY seq DESC",
+                &[&id, &from, &to],
+            )
+            .map_err(pg_err)?;
+        for r in rows {
+            let key = (r.get(0), r.get(1));
+            match r.get::<_, Option<String>>(2) {
+                Some(h) => {
+                    state.insert(key, h);
+                }
+                None => {
+                    state.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn seq_of(c: &mut impl GenericClient, id: i64, revision: &str) -> Result<Option<i64>, Error> {
+        Ok(c.query_opt(
+            "SELECT seq FROM okfit_revisions WHERE tenant = $1 AND revision = $2",
+            &[&id, &revision],
+        )
+        .map_err(pg_err)?
+        .map(|r| r.get(0)))
+    }
+
+    /// A read-only transaction that sees one snapshot.
+    fn snapshot<'a>(c: &'a mut Client) -> Result<Transaction<'a>, Error> {
+        c.build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(pg_err)
+    }
+}
+
+impl Storage for PgStore {
+    fn head(&self) -> Result<Option<Head>, Error> {
+        head_in(&mut *self.client(), self.id)
+    }
+
+    fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
+        let mut c = self.client();
+        let mut tx = Self::snapshot(&mut c)?;
+        let head = head_in(&mut tx, self.id)?;
+        let rows = tx
+            .query(
+                &format!("SELECT {DOC_COLUMNS} FROM okfit_docs WHERE tenant = $1"),
+                &[&self.id],
+            )
+            .map_err(pg_err)?;
+        tx.commit().map_err(pg_err)?;
+        use rayon::prelude::*;
+        let rows = rows
+            .par_iter()
+            .map(|r| doc_row(&self.tenant, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((head, rows))
+    }
+
+    fn changed_since(&self, seq: i64) -> Result<Changed, Error> {
+        let mut c = self.client();
+        let mut tx = Self::snapshot(&mut c)?;
+        let head = head_in(&mut tx, self.id)?;
+        let keys: Vec<(String, String)> = tx
+            .query(
+                "SELECT DISTINCT bundle, path FROM okfit_changes WHERE tenant = $1 AND seq > $2",
+                &[&self.id, &seq],
+            )
+            .map_err(pg_err)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let (bundles, paths): (Vec<&str>, Vec<&str>) =
+            keys.iter().map(|(b, p)| (b.as_str(), p.as_str())).unzip();
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT {DOC_COLUMNS} FROM okfit_docs d
+                       JOIN UNNEST($2::TEXT[], $3::TEXT[]) AS k(b, p) ON d.bundle = k.b AND d.path = k.p
+                      WHERE d.tenant = $1"
+                ),
+                &[&self.id, &bundles, &paths],
+            )
+            .map_err(pg_err)?;
+        tx.commit().map_err(pg_err)?;
+        let rows = rows
+            .iter()
+            .map(|r| doc_row(&self.tenant, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((head, keys, rows))
+    }
+
+    fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self
+            .client()
+            .query_opt(
+                "SELECT bytes FROM okfit_blobs WHERE tenant = $1 AND hash = $2",
+                &[&self.id, &hash],
+            )
+            .map_err(pg_err)?
+            .map(|r| r.get(0)))
+    }
+
+    fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
+        Ok(self
+            .client()
+            .query_opt(
+                "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
+                &[&self.id, &(slot as i32)],
+            )
+            .map_err(pg_err)?
+            .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0))))
+    }
+
+    fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
+        Ok(self
+            .client()
+            .query(
+                "SELECT p.slot, p.tf FROM okfit_postings p JOIN okfit_terms t ON t.id = p.term
+                  WHERE p.tenant = $1 AND t.term = $2",
+                &[&self.id, &term],
+            )
+            .map_err(pg_err)?
+            .iter()
+            .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, f32>(1)))
+            .collect())
+    }
+
+    fn commit(
+        &mut self,
+        base: Option<&Head>,
+        plan: &CommitPlan,
+    ) -> Result<(Head, RevisionInfo), Error> {
+        let id = self.id;
+        let mut fresh = NewTerms::new();
+        let mut guard = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tx = guard.transaction().map_err(pg_err)?;
+        // The head moves first: a concurrent commit on the same base waits
+        // for this row, then finds it moved and updates nothing.
+        let base_seq = base.map_or(0, |h| h.seq);
+        let moved = tx
+            .query_opt(
+                "UPDATE okfit_tenants SET head = head + 1 WHERE id = $1 AND head = $2 RETURNING head",
+                &[&id, &base_seq],
+            )
+            .map_err(pg_err)?;
+        let head = head_in(&mut tx, id)?;
+        let Some(moved) = moved.filter(|_| head.as_ref() == base) else {
+            return Err(Error::Conflict(
+                "database changed: re-read the revision and document hashes".into(),
+            ));
+        };
+        let seq: i64 = moved.get(0);
+        if !plan.blobs.is_empty() {
+            let (hashes, bytes): (Vec<&str>, Vec<&[u8]>) = plan
+                .blobs
+                .iter()
+                .map(|(h, b)| (h.as_str(), b.as_slice()))
+                .unzip();
+            tx.execute(
+                "INSERT INTO okfit_blobs(tenant, hash, bytes)
+                   SELECT $1, h, b FROM UNNEST($2::TEXT[], $3::BYTEA[]) AS u(h, b)
+                 ON CONFLICT (tenant, hash) DO NOTHING",
+                &[&id, &hashes, &bytes],
+            )
+            .map_err(pg_err)?;
+        }
+        let this = &*self;
+        for slot in &plan.deletes {
+            this.update_postings(&mut tx, &mut fresh, *slot, None)?;
+            tx.execute(
+                "DELETE FROM okfit_docs WHERE tenant = $1 AND slot = $2",
+                &[&id, &(*slot as i32)],
+            )
+            .map_err(pg_err)?;
+        }
+        for d in &plan.upserts {
+            let compiled = d.compiled.encode();
+            let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
+            // A path moving to another slot frees its old row first.
+            tx.execute(
+                "DELETE FROM okfit_docs WHERE tenant = $1 AND bundle = $2 AND path = $3 AND slot <> $4",
+                &[&id, &d.bundle, &d.path, &(d.slot as i32)],
+            )
+            .map_err(pg_err)?;
+            tx.execute(
+                "INSERT INTO okfit_docs(tenant, slot, bundle, path, hash, len, compiled)
+                   VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (tenant, slot) DO UPDATE SET bundle = excluded.bundle,
+                   path = excluded.path, hash = excluded.hash, len = excluded.len,
+                   compiled = excluded.compiled",
+                &[
+                    &id,
+                    &(d.slot as i32),
+                    &d.bundle,
+                    &d.path,
+                    &d.hash,
+                    &len,
+                    &compiled,
+                ],
+            )
+            .map_err(pg_err)?;
+            this.update_postings(&mut tx, &mut fresh, d.slot, d.terms.as_ref())?;
+        }
+        for (slot, terms) in &plan.reindex {
+            tx.execute(
+                "UPDATE okfit_docs SET len = $3 WHERE tenant = $1 AND slot = $2",
+                &[&id, &(*slot as i32), &(terms.len as f64)],
+            )
+            .map_err(pg_err)?;
+            this.update_postings(&mut tx, &mut fresh, *slot, Some(terms))?;
+        }
+        let parent = head.as_ref().map(|h| h.revision.clone());
+        let revision = revision_digest(parent.as_deref(), plan);
+        let bundles = serde_json::to_string(&plan.bundles).unwrap_or_else(|_| "[]".into());
+        tx.execute(
+            "INSERT INTO okfit_revisions(tenant, seq, revision, parent, snapshot, created, concepts, bundles)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                &id,
+                &seq,
+                &revision,
+                &parent,
+                &plan.snapshot,
+                &plan.created,
+                &(plan.concepts as i64),
+                &bundles,
+            ],
+        )
+        .map_err(pg_err)?;
+        if !plan.changes.is_empty() {
+            let mut b = vec![];
+            let mut p = vec![];
+            let mut o = vec![];
+            let mut n = vec![];
+            for c in &plan.changes {
+                b.push(c.bundle.as_str());
+                p.push(c.path.as_str());
+                o.push(c.old.as_deref());
+                n.push(c.new.as_deref());
+            }
+            tx.execute(
+                "INSERT INTO okfit_changes(tenant, seq, bundle, path, old, new)
+                   SELECT $1, $2, b, p, o, n
+                     FROM UNNEST($3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[]) AS u(b, p, o, n)",
+                &[&id, &seq, &b, &p, &o, &n],
+            )
+            .map_err(pg_err)?;
+        }
+        let payload = format!("{}:{seq}", self.tenant);
+        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
+            .map_err(pg_err)?;
+        tx.commit().map_err(pg_err)?;
+        drop(guard);
+        self.term_ids.extend(fresh);
+        Ok((
+            Head {
+                seq,
+                revision: revision.clone(),
+            },
+            RevisionInfo {
+                revision,
+                parent,
+                snapshot: plan.snapshot.clone(),
+                created: plan.created.clone(),
+                concepts: plan.concepts,
+                bundles: plan.bundles.clone(),
+            },
+        ))
+    }
+
+    fn history(
+        &self,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<(Vec<RevisionInfo>, bool)>, Error> {
+        let mut c = self.client();
+        let mut tx = Self::snapshot(&mut c)?;
+        let upper = match before {
+            Some(b) => match Self::seq_of(&mut tx, self.id, b)? {
+                Some(s) => s,
+                None => return Ok(None),
+            },
+            None => i64::MAX,
+        };
+        let mut v: Vec<RevisionInfo> = tx
+            .query(
+                "SELECT revision, parent, snapshot, created, concepts, bundles FROM okfit_revisions
+                  WHERE tenant = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+                &[&self.id, &upper, &((limit + 1) as i64)],
+            )
+            .map_err(pg_err)?
+            .iter()
+            .map(info_row)
+            .collect();
+        tx.commit().map_err(pg_err)?;
+        let more = v.len() > limit;
+        v.truncate(limit);
+        Ok(Some((v, more)))
+    }
+
+    fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {
+        let mut c = self.client();
+        let mut tx = Self::snapshot(&mut c)?;
+        let Some(seq) = Self::seq_of(&mut tx, self.id, revision)? else {
+            return Ok(None);
+        };
+        let mut state = Self::current_state(&mut tx, self.id)?;
+        Self::undo_between(&mut tx, self.id, &mut state, seq, i64::MAX)?;
+        tx.commit().map_err(pg_err)?;
+        Ok(Some(state))
+    }
+
+    fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error> {
+        let id = self.id;
+        let mut c = self.client();
+        let mut tx = c.transaction().map_err(pg_err)?;
+        // Commits wait while old revisions go.
+        tx.execute(
+            "SELECT 1 FROM okfit_tenants WHERE id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .map_err(pg_err)?;
+        let boundary: Option<i64> = tx
+            .query_opt(
+                "SELECT seq FROM okfit_revisions WHERE tenant = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2",
+                &[&id, &((keep.max(1) - 1) as i64)],
+            )
+            .map_err(pg_err)?
+            .map(|r| r.get(0));
+        let Some(boundary) = boundary else {
+            tx.commit().map_err(pg_err)?;
+            return Ok((0, 0));
+        };
+        let revisions = tx
+            .execute(
+                "DELETE FROM okfit_revisions WHERE tenant = $1 AND seq < $2",
+                &[&id, &boundary],
+            )
+            .map_err(pg_err)?;
+        tx.execute(
+            "DELETE FROM okfit_changes WHERE tenant = $1 AND seq <= $2",
+            &[&id, &boundary],
+        )
+        .map_err(pg_err)?;
+        let contents = tx
+            .execute(
+                "DELETE FROM okfit_blobs b WHERE b.tenant = $1
+                   AND NOT EXISTS (SELECT 1 FROM okfit_docs d WHERE d.tenant = $1 AND d.hash = b.hash)
+                   AND NOT EXISTS (SELECT 1 FROM okfit_changes c WHERE c.tenant = $1
+                                    AND (c.old = b.hash OR c.new = b.hash))",
+                &[&id],
+            )
+            .map_err(pg_err)?;
+        tx.commit().map_err(pg_err)?;
+        Ok((revisions as usize, contents as usize))
+    }
+
+    fn verify(&self) -> Result<Verified, Error> {
+        let id = self.id;
+        let mut c = self.client();
+        let mut tx = Self::snapshot(&mut c)?;
+        let mut out = Verified::default();
+        let revs: Vec<(i64, RevisionInfo)> = tx
+            .query(
+                "SELECT revision, parent, snapshot, created, concepts, bundles, seq
+                   FROM okfit_revisions WHERE tenant = $1 ORDER BY seq DESC",
+                &[&id],
+            )
+            .map_err(pg_err)?
+            .iter()
+            .map(|r| (r.get::<_, i64>(6), info_row(r)))
+            .collect();
+        let mut state = Self::current_state(&mut tx, id)?;
+        out.documents = state.len();
+        let mut checked: std::collections::HashSet<String> = Default::default();
+        for (i, (seq, info)) in revs.iter().enumerate() {
+            if i > 0 {
+                Self::undo_between(&mut tx, id, &mut state, *seq, revs[i - 1].0)?;
+                if revs[i - 1].1.parent.as_deref() != Some(info.revision.as_str()) {
+                    out.problems.push(format!(
+                        "revision {} does not name {} as its parent",
+                        revs[i - 1].1.revision,
+                        info.revision
+                    ));
+                }
+            }
+            let unchecked: Vec<&str> = state
+                .values()
+                .filter(|h| !checked.contains(*h))
+                .map(String::as_str)
+                .collect();
+            let found: HashMap<String, Vec<u8>> = tx
+                .query(
+                    "SELECT hash, bytes FROM okfit_blobs WHERE tenant = $1 AND hash = ANY($2)",
+                    &[&id, &unchecked],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            for hash in unchecked {
+                match found.get(hash) {
+                    None => out.problems.push(format!("content {hash} is missing")),
+                    Some(b) if hex(&Sha256::digest(b)) != hash => out
+                        .problems
+                        .push(format!("content {hash} does not match its digest")),
+                    Some(b) if std::str::from_utf8(b).is_err() => out
+                        .problems
+                        .push(format!("content {hash} is not valid UTF-8")),
+                    Some(_) => {}
+                }
+                checked.insert(hash.to_string());
+            }
+            let (snapshot, concepts) = digest_of(&state);
+            if snapshot != info.snapshot {
+                out.problems.push(format!(
+                    "revision {} (#{seq}) records snapshot {} but its documents give {snapshot}",
+                    info.revision, info.snapshot
+                ));
+            }
+            if concepts != info.concepts {
+                out.problems.push(format!(
+                    "revision {} records {} concepts but has {concepts}",
+                    info.revision, info.concepts
+                ));
+            }
+            out.revisions += 1;
+        }
+        for r in tx
+            .query(
+                "SELECT bundle, path, compiled FROM okfit_docs WHERE tenant = $1",
+                &[&id],
+            )
+            .map_err(pg_err)?
+        {
+            if Compiled::decode(r.get::<_, &str>(2)).is_none() {
+                let (b, p): (String, String) = (r.get(0), r.get(1));
+                out.problems
+                    .push(format!("the compiled row of {b}/{p} is unreadable"));
+            }
+        }
+        out.contents = checked.len();
+        tx.commit().map_err(pg_err)?;
+        out.ok = out.problems.is_empty();
+        Ok(out)
+    }
+}
