@@ -9,6 +9,7 @@ pub use crate::routes::router;
 pub use crate::state::{Daemon, Tenant, MAX_BODY};
 pub use crate::tokens::{mint_token, read_tokens, Grant};
 
+pub use crate::state::WARM_TENANTS;
 use okfit_store::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,8 +25,12 @@ pub const MAX_CONNECTIONS: usize = 512;
 /// How `okfit serve` was asked to listen.
 #[derive(Clone, Debug, Default)]
 pub struct ServeOptions {
-    /// The data root.
+    /// The data root (tokens.json, sources.json, the socket, and the
+    /// tenants' SQLite stores unless `store` names another).
     pub data: PathBuf,
+    /// A `postgres://` store for the tenants instead of SQLite files
+    /// under `data`.
+    pub store: Option<String>,
     /// A unix socket path.
     pub socket: Option<PathBuf>,
     /// `HOST:PORT` for TCP.
@@ -38,6 +43,8 @@ pub struct ServeOptions {
     pub debounce_ms: u64,
     /// Connections served at once (at least 1).
     pub max_connections: usize,
+    /// Idle tenants kept open (read models, connections, files).
+    pub warm_tenants: usize,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -220,7 +227,16 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     };
     std::fs::create_dir_all(&data)
         .map_err(|e| Error::Io(format!("cannot create {} ({e})", data.display())))?;
-    let daemon = Arc::new(Daemon::new(data.clone(), tokens));
+    let at = match &opts.store {
+        Some(url) if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) => {
+            return Err(Error::Usage(
+                "--store takes a PostgreSQL connection string: postgres://user@host:5432/db".into(),
+            ))
+        }
+        Some(url) => okfit_store::backend::Location::Postgres(url.clone()),
+        None => okfit_store::backend::Location::Sqlite(data.clone()),
+    };
+    let daemon = Arc::new(Daemon::new(at, tokens, opts.warm_tenants));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -3,9 +3,10 @@
 
 use crate::tokens::{token_digest, Grant};
 use okfit_knowledge::Knowledge;
+use okfit_store::backend::Location;
+use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Largest request body (a 16 MiB transaction plus JSON framing).
@@ -13,16 +14,49 @@ pub const MAX_BODY: usize = okfit_store::change::MAX_REQUEST_BYTES;
 
 /// The shared state of a running daemon.
 pub struct Daemon {
-    data: PathBuf,
+    /// Where the tenants' stores are.
+    at: Location,
     /// The sha256 of each token with its grant (digested once, at start).
     tokens: Vec<([u8; 32], Grant)>,
-    tenants: Mutex<HashMap<String, Arc<Tenant>>>,
+    tenants: Mutex<Warm>,
 }
+
+/// The tenants kept open, each with when it was last used; at most
+/// `budget` of them once the least recently used idle ones are closed.
+struct Warm {
+    open: HashMap<String, (Arc<Tenant>, u64)>,
+    clock: u64,
+    budget: usize,
+}
+
+impl Warm {
+    /// Closes the least recently used tenants nobody holds (no request in
+    /// flight, no sources.json watcher) until at most `budget` are open.
+    fn trim(&mut self) {
+        while self.open.len() > self.budget {
+            let idle = self
+                .open
+                .iter()
+                .filter(|(_, (t, _))| Arc::strong_count(t) == 1)
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(name, _)| name.clone());
+            match idle {
+                Some(name) => {
+                    self.open.remove(&name);
+                }
+                None => break,
+            }
+        }
+    }
+}
+
+/// How many tenants a daemon keeps open by default.
+pub const WARM_TENANTS: usize = 200;
 
 /// One tenant's knowledge, split so that a commit never stalls a read: a
 /// writer whose connection and view serialise commits, and a reader with
-/// a SQLite connection of its own. WAL lets the reader's transactions run
-/// beside a commit; before each answer the reader catches up with the
+/// connections of its own. Its transactions run beside a commit (WAL on
+/// SQLite, MVCC on PostgreSQL); before each answer the reader catches up with the
 /// commits made since its last look (as it would with another process's).
 pub struct Tenant {
     writer: Arc<Knowledge>,
@@ -57,36 +91,40 @@ impl Daemon {
         found
     }
 
-    /// A daemon over `data` with these grants.
-    pub fn new(data: PathBuf, tokens: HashMap<String, Grant>) -> Daemon {
+    /// A daemon over the store at `at` with these grants, keeping at most
+    /// `warm` idle tenants open (at least one).
+    pub fn new(at: Location, tokens: HashMap<String, Grant>, warm: usize) -> Daemon {
         Daemon {
-            data,
+            at,
             tokens: tokens
                 .into_iter()
                 .map(|(t, g)| (token_digest(&t), g))
                 .collect(),
-            tenants: Mutex::new(HashMap::new()),
+            tenants: Mutex::new(Warm {
+                open: HashMap::new(),
+                clock: 0,
+                budget: warm.max(1),
+            }),
         }
     }
 
-    /// The warm knowledge of a tenant (opened on first use).
+    /// The warm knowledge of a tenant, opened on first use and again after
+    /// it was closed to stay within the budget.
     pub fn tenant(&self, tenant: &str) -> Result<Arc<Tenant>, Error> {
-        let mut map = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(k) = map.get(tenant) {
+        let mut warm = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        warm.clock += 1;
+        let now = warm.clock;
+        if let Some((k, used)) = warm.open.get_mut(tenant) {
+            *used = now;
             return Ok(k.clone());
         }
-        let open = || {
-            Knowledge::from_dsn(okfit_store::dsn::Dsn::Store {
-                root: self.data.clone(),
-                tenant: tenant.to_string(),
-            })
-            .map(Arc::new)
-        };
+        let open = || Knowledge::from_dsn(Dsn::of_store(&self.at, tenant)).map(Arc::new);
         let t = Arc::new(Tenant {
             writer: open()?,
             reader: open()?,
         });
-        map.insert(tenant.to_string(), t.clone());
+        warm.open.insert(tenant.to_string(), (t.clone(), now));
+        warm.trim();
         Ok(t)
     }
 }

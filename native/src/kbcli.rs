@@ -714,6 +714,10 @@ pub struct ServeArgs {
     /// Data root (default: OKFIT_DATA, else the platform data directory).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Keep the tenants in this PostgreSQL database (postgres://user@host:5432/db)
+    /// instead of SQLite files under the data root.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// Listen on this unix socket (default: <data>/okfit.sock).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
@@ -733,6 +737,11 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = okfit_daemon::serve::MAX_CONNECTIONS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
+    /// Idle tenants kept open, most recently used first; others are closed
+    /// and opened again on their next request.
+    #[arg(long, default_value_t = okfit_daemon::serve::WARM_TENANTS, value_name = "N",
+          value_parser = clap::value_parser!(usize))]
+    pub warm_tenants: usize,
 }
 
 /// `okfit token`.
@@ -760,12 +769,14 @@ fn data_root(d: &Option<PathBuf>) -> Result<PathBuf, Error> {
 pub fn serve(a: ServeArgs) -> Result<i32, Error> {
     okfit_daemon::serve::run(okfit_daemon::serve::ServeOptions {
         data: data_root(&a.data)?,
+        store: a.store,
         socket: a.socket,
         listen: a.listen,
         tls_cert: a.tls_cert,
         tls_key: a.tls_key,
         debounce_ms: a.debounce,
         max_connections: a.max_connections,
+        warm_tenants: a.warm_tenants,
     })
 }
 

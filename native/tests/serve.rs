@@ -2339,3 +2339,46 @@ fn sigterm_and_sigint_end_the_daemon_cleanly_and_remove_its_socket() {
     d2.req("GET", "/v1/acme/snapshot", &[], b"")
         .expect_status(200);
 }
+
+/// Open files of a process (Linux).
+#[cfg(target_os = "linux")]
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn many_tenants_stay_within_the_warm_budget() {
+    let sb = Sandbox::new();
+    let d = sb.serve_socket("many", &["--warm-tenants", "8"]);
+    let dsn = |t: usize| d.unix_dsn(&format!("t{t}"));
+    let note = |t: usize| {
+        format!("---\ntype: Metric\ntitle: Tenant {t}\ndescription: Only in t{t}.\n---\n\n# Tenant {t}\n\nword{t}x appears here.\n")
+    };
+    let baseline = open_files(d.pid);
+    for t in 0..60 {
+        sb.okfit_in(
+            &["write", "b", "n.md", "--create", "-c", &dsn(t)],
+            note(t).as_bytes(),
+        )
+        .expect_code(0);
+    }
+    let mut most = 0;
+    for round in 0..2 {
+        for t in 0..60 {
+            let s = sb
+                .okfit(&["search", &format!("word{t}x"), "-c", &dsn(t)])
+                .ok();
+            assert!(
+                s.contains(&format!("Only in t{t}.")),
+                "round {round}, t{t}: {s}"
+            );
+            most = most.max(open_files(d.pid));
+        }
+    }
+    // Eight idle tenants of one SQLite connection or two each, not sixty.
+    assert!(
+        most <= baseline + 8 * 8,
+        "{most} open files with 8 warm tenants (started with {baseline})"
+    );
+}

@@ -66,6 +66,21 @@ impl Dsn {
         }
     }
 
+    /// The connection to `tenant` of the store at `at`.
+    pub fn of_store(at: &crate::backend::Location, tenant: &str) -> Dsn {
+        use crate::backend::Location;
+        match at {
+            Location::Sqlite(root) => Dsn::Store {
+                root: root.clone(),
+                tenant: tenant.to_string(),
+            },
+            Location::Postgres(url) => Dsn::Postgres {
+                url: url.clone(),
+                tenant: tenant.to_string(),
+            },
+        }
+    }
+
     /// True when the connection has revisions (a store, here or behind a
     /// daemon), so history, transactions and restore apply.
     pub fn has_revisions(&self) -> bool {

@@ -6,6 +6,7 @@ use crate::serve::{Daemon, Grant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use okfit_store::backend::Location;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -59,10 +60,8 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let open = router(Arc::new(Daemon::new(
-        dir.path().to_path_buf(),
-        HashMap::new(),
-    )));
+    let at = Location::Sqlite(dir.path().to_path_buf());
+    let open = router(Arc::new(Daemon::new(at.clone(), HashMap::new(), 8)));
     let grant = |write| Grant {
         tenant: "acme".into(),
         write,
@@ -71,7 +70,7 @@ async fn fixture() -> Fixture {
         [("r".to_string(), grant(false)), ("w".into(), grant(true))]
             .into_iter()
             .collect();
-    let tokens = router(Arc::new(Daemon::new(dir.path().to_path_buf(), tokens)));
+    let tokens = router(Arc::new(Daemon::new(at, tokens, 8)));
     let note = "---\ntype: Note\ndescription: Deploy note.\n---\n# Deploy\n\nShip it.\n";
     let put = send(
         &open,
