@@ -5,6 +5,8 @@
 #                             (as root, with apt-get), creates a cluster in DIR
 #                             on a free loopback port and prints its URL
 #   scripts/pg.sh stop DIR    stops it (the files stay until DIR is removed)
+#   scripts/pg.sh crash DIR   stops it at once, as a crash would (no checkpoint)
+#   scripts/pg.sh restart DIR starts it again on its port
 #
 # As root the server runs as the postgres user (initdb refuses root).
 set -euo pipefail
@@ -53,7 +55,19 @@ stop)
   [ -n "$bin" ] && [ -d "$dir/data" ] || exit 0
   "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
   ;;
+crash)
+  bin=$(pgbin)
+  "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null \
+    || die "pg_ctl stop -m immediate failed"
+  ;;
+restart)
+  bin=$(pgbin)
+  port=$(cat "$dir/port")
+  "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=400" \
+    start >/dev/null || die "the server did not start again: $(tail -3 "$dir/log" 2>/dev/null)"
+  ;;
 *)
-  die "usage: scripts/pg.sh start|stop DIR"
+  die "usage: scripts/pg.sh start|stop|crash|restart DIR"
   ;;
 esac

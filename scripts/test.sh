@@ -44,7 +44,9 @@ trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir" "$log"' EXIT
 say "start PostgreSQL (scripts/pg.sh)"
 OKFIT_TEST_POSTGRES=$(scripts/pg.sh start "$pgdir") \
   || { say "PostgreSQL could not be started: the PostgreSQL tests cannot run"; exit 1; }
-export OKFIT_TEST_POSTGRES
+# The fault tests crash and restart this cluster (scripts/pg.sh crash|restart).
+OKFIT_TEST_PGDIR=$pgdir
+export OKFIT_TEST_POSTGRES OKFIT_TEST_PGDIR
 say "PostgreSQL at $OKFIT_TEST_POSTGRES"
 
 say "cargo test"

@@ -9,86 +9,12 @@
 //! Without it these tests fail: they never pass by skipping.
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use common::Out;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
-
-const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
-const HANG: Duration = Duration::from_secs(120);
-
-fn server() -> String {
-    std::env::var("OKFIT_TEST_POSTGRES").unwrap_or_else(|_| {
-        panic!(
-            "OKFIT_TEST_POSTGRES is not set: the PostgreSQL tests need a server. Run ./scripts/test.sh (it starts one), or start one with scripts/pg.sh start DIR and export the URL it prints"
-        )
-    })
-}
-
-static DATABASES: AtomicUsize = AtomicUsize::new(0);
-
-/// A new empty database on the test server, as an `okf+postgres://` base
-/// (append `?tenant=…`).
-fn fresh_database() -> String {
-    let base = server();
-    let name = format!(
-        "okfit_t{}_{}",
-        std::process::id(),
-        DATABASES.fetch_add(1, Ordering::SeqCst)
-    );
-    let mut c = postgres::Client::connect(&base, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("cannot reach the test server {base}: {e}"));
-    c.batch_execute(&format!("CREATE DATABASE {name}"))
-        .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
-    let mut u = url::Url::parse(&base).expect("OKFIT_TEST_POSTGRES is a URL");
-    u.set_path(&format!("/{name}"));
-    u.set_query(None);
-    u.to_string().replacen("postgres://", "okf+postgres://", 1)
-}
-
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("okfit-pg-")
-            .tempdir()
-            .expect("temporary directory");
-        let root = std::fs::canonicalize(dir.path()).expect("canonical");
-        for d in ["home", "xdg"] {
-            std::fs::create_dir_all(root.join(d)).expect("folder");
-        }
-        Sandbox { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
-        let mut c = Command::new(OKFIT);
-        c.current_dir(&self.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("xdg"))
-            .env("OKFIT_DATA", self.path("default-data"))
-            .env("LC_ALL", "C")
-            .args(args);
-        common::run(c, input, HANG)
-    }
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/kb-native")
-        .join(name)
-}
+use pg::{current_hash, fixture, fresh_database, Replica, Sandbox};
+use std::path::Path;
 
 /// One step of the scripted session: arguments (the connection is added)
 /// and stdin.
@@ -365,15 +291,6 @@ fn racing_writers_get_exactly_one_success() {
     v.expect_code(0);
 }
 
-/// The current hash of b/doc.md from `okfit export`.
-fn current_hash(sb: &Sandbox, dsn: &str) -> String {
-    let to = sb.path(&format!("x{}", DATABASES.fetch_add(1, Ordering::SeqCst)));
-    sb.okfit(&["export", &to.display().to_string(), "-c", dsn], None)
-        .expect_code(0);
-    let bytes = std::fs::read(to.join("b/doc.md")).expect("exported document");
-    common::sha256_hex(&bytes)
-}
-
 #[test]
 fn one_tenant_never_sees_another() {
     let base = fresh_database();
@@ -399,69 +316,6 @@ fn one_tenant_never_sees_another() {
     assert!(!s.contains("secret"), "{s}");
     let m = sb.okfit(&["manifest", "-c", &a], None).ok();
     assert!(!m.contains("open"), "{m}");
-}
-
-/// An `okfit serve` replica over a PostgreSQL store, on a unix socket of
-/// its own; killed when dropped.
-struct Replica {
-    child: std::process::Child,
-    socket: PathBuf,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Replica {
-    fn start(sb: &Sandbox, name: &str, store: &str) -> Replica {
-        use std::io::BufRead as _;
-        let data = sb.path(&format!("{name}-data"));
-        let socket = sb.path(&format!("{name}.sock"));
-        let mut c = Command::new(OKFIT);
-        c.current_dir(&sb.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", sb.path("home"))
-            .env("LC_ALL", "C")
-            .args(["serve", "--data"])
-            .arg(&data)
-            .args(["--store", store, "--socket"])
-            .arg(&socket)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        let child = c.spawn().expect("spawn okfit serve");
-        // Dropped (killed and waited for) on every path out of here.
-        let mut r = Replica { child, socket };
-        let err = r.child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut seen = vec![];
-        while std::time::Instant::now() < deadline {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(l) if l.contains("okfit serving ") => return r,
-                Ok(l) => seen.push(l),
-                Err(_) => {
-                    if let Ok(Some(status)) = r.child.try_wait() {
-                        panic!("replica {name} exited with {status}: {seen:?}");
-                    }
-                }
-            }
-        }
-        panic!("replica {name} did not start: {seen:?}");
-    }
-
-    fn dsn(&self, tenant: &str) -> String {
-        format!("okf+unix://{}?tenant={tenant}", self.socket.display())
-    }
 }
 
 #[test]

@@ -26,7 +26,8 @@ use okfit_core::kb::search::DocTerms;
 use postgres::{Client, GenericClient, NoTls, Row, Transaction};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The channel commits are announced on, with payload `tenant:seq`.
 pub const CHANNEL: &str = "okfit_commits";
@@ -135,9 +136,105 @@ pub fn connect(url: &str) -> Result<Client, Error> {
     }
 }
 
-/// One tenant of the PostgreSQL store, over a connection of its own.
+/// Idle connections kept per database.
+const IDLE: usize = 16;
+
+/// The connections to one database, shared by every tenant this process
+/// opens over it. A connection the server closed (a restart, a failover)
+/// is dropped instead of returned, so the next use connects afresh; the
+/// first success after a failure says so on stderr.
+struct Pool {
+    url: String,
+    idle: Mutex<Vec<Client>>,
+    migrated: OnceLock<()>,
+    lost: AtomicBool,
+}
+
+impl Pool {
+    /// The pool of `url` (made on first use).
+    fn of(url: &str) -> Arc<Pool> {
+        static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();
+        let mut pools = POOLS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        pools
+            .entry(url.to_string())
+            .or_insert_with(|| {
+                Arc::new(Pool {
+                    url: url.to_string(),
+                    idle: Mutex::new(vec![]),
+                    migrated: OnceLock::new(),
+                    lost: AtomicBool::new(false),
+                })
+            })
+            .clone()
+    }
+
+    fn take(&self) -> Result<Client, Error> {
+        loop {
+            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            match idle {
+                Some(c) if c.is_closed() => self.lost.store(true, Ordering::Relaxed),
+                Some(c) => return Ok(c),
+                None => break,
+            }
+        }
+        let mut c = connect(&self.url).inspect_err(|_| self.lost.store(true, Ordering::Relaxed))?;
+        if self.migrated.get().is_none() {
+            migrate(&mut c)?;
+            let _ = self.migrated.set(());
+        }
+        if self.lost.swap(false, Ordering::Relaxed) {
+            eprintln!("okfit: reconnected to PostgreSQL at {}", shown(&self.url));
+        }
+        Ok(c)
+    }
+
+    fn give(&self, c: Client) {
+        if c.is_closed() {
+            self.lost.store(true, Ordering::Relaxed);
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < IDLE {
+            idle.push(c);
+        }
+    }
+}
+
+/// A connection lent by a [`Pool`]; it goes back when dropped.
+struct Conn<'a> {
+    pool: &'a Pool,
+    client: Option<Client>,
+}
+
+impl std::ops::Deref for Conn<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        // Present from creation until drop.
+        self.client.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl std::ops::DerefMut for Conn<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        self.client.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.take() {
+            self.pool.give(c);
+        }
+    }
+}
+
+/// One tenant of the PostgreSQL store. It holds no connection of its own:
+/// each call borrows one from the database's pool.
 pub struct PgStore {
-    client: Mutex<Client>,
+    pool: Arc<Pool>,
     tenant: String,
     id: i64,
     /// Term ids already in the database (ids are never reused or removed).
@@ -195,8 +292,11 @@ impl PgStore {
     /// Opens `tenant` over `url`, running migrations first. With `create`,
     /// a missing tenant is created; without, it is an error naming it.
     pub fn open(url: &str, tenant: &str, create: bool) -> Result<PgStore, Error> {
-        let mut client = connect(url)?;
-        migrate(&mut client)?;
+        let pool = Pool::of(url);
+        let mut client = Conn {
+            client: Some(pool.take()?),
+            pool: &pool,
+        };
         let find = |c: &mut Client| -> Result<Option<i64>, Error> {
             Ok(
                 c.query_opt("SELECT id FROM okfit_tenants WHERE name = $1", &[&tenant])
@@ -224,16 +324,20 @@ impl PgStore {
                 )))
             }
         };
+        drop(client);
         Ok(PgStore {
-            client: Mutex::new(client),
+            pool,
             tenant: tenant.to_string(),
             id,
             term_ids: HashMap::new(),
         })
     }
 
-    fn client(&self) -> MutexGuard<'_, Client> {
-        self.client.lock().unwrap_or_else(|p| p.into_inner())
+    fn client(&self) -> Result<Conn<'_>, Error> {
+        Ok(Conn {
+            client: Some(self.pool.take()?),
+            pool: &self.pool,
+        })
     }
 
     fn term_id(
@@ -398,11 +502,11 @@ impl PgStore {
 
 impl Storage for PgStore {
     fn head(&self) -> Result<Option<Head>, Error> {
-        head_in(&mut *self.client(), self.id)
+        head_in(&mut *self.client()?, self.id)
     }
 
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = Self::snapshot(&mut c)?;
         let head = head_in(&mut tx, self.id)?;
         let rows = tx
@@ -421,7 +525,7 @@ impl Storage for PgStore {
     }
 
     fn changed_since(&self, seq: i64) -> Result<Changed, Error> {
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = Self::snapshot(&mut c)?;
         let head = head_in(&mut tx, self.id)?;
         let keys: Vec<(String, String)> = tx
@@ -455,7 +559,7 @@ impl Storage for PgStore {
 
     fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
         Ok(self
-            .client()
+            .client()?
             .query_opt(
                 "SELECT bytes FROM okfit_blobs WHERE tenant = $1 AND hash = $2",
                 &[&self.id, &hash],
@@ -466,7 +570,7 @@ impl Storage for PgStore {
 
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
         Ok(self
-            .client()
+            .client()?
             .query_opt(
                 "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
                 &[&self.id, &(slot as i32)],
@@ -477,7 +581,7 @@ impl Storage for PgStore {
 
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
         Ok(self
-            .client()
+            .client()?
             .query(
                 "SELECT p.slot, p.tf FROM okfit_postings p JOIN okfit_terms t ON t.id = p.term
                   WHERE p.tenant = $1 AND t.term = $2",
@@ -496,7 +600,7 @@ impl Storage for PgStore {
     ) -> Result<(Head, RevisionInfo), Error> {
         let id = self.id;
         let mut fresh = NewTerms::new();
-        let mut guard = self.client.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.client()?;
         let mut tx = guard.transaction().map_err(pg_err)?;
         // The head moves first: a concurrent commit on the same base waits
         // for this row, then finds it moved and updates nothing.
@@ -637,7 +741,7 @@ impl Storage for PgStore {
         before: Option<&str>,
         limit: usize,
     ) -> Result<Option<(Vec<RevisionInfo>, bool)>, Error> {
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = Self::snapshot(&mut c)?;
         let upper = match before {
             Some(b) => match Self::seq_of(&mut tx, self.id, b)? {
@@ -663,7 +767,7 @@ impl Storage for PgStore {
     }
 
     fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = Self::snapshot(&mut c)?;
         let Some(seq) = Self::seq_of(&mut tx, self.id, revision)? else {
             return Ok(None);
@@ -676,7 +780,7 @@ impl Storage for PgStore {
 
     fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error> {
         let id = self.id;
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = c.transaction().map_err(pg_err)?;
         // Commits wait while old revisions go.
         tx.execute(
@@ -721,7 +825,7 @@ impl Storage for PgStore {
 
     fn verify(&self) -> Result<Verified, Error> {
         let id = self.id;
-        let mut c = self.client();
+        let mut c = self.client()?;
         let mut tx = Self::snapshot(&mut c)?;
         let mut out = Verified::default();
         let revs: Vec<(i64, RevisionInfo)> = tx

@@ -1,0 +1,178 @@
+//! What the PostgreSQL tests share: the test server (`OKFIT_TEST_POSTGRES`),
+//! a fresh database per test, a sandbox to run `okfit` in, and `okfit
+//! serve` replicas over a database.
+
+#![allow(dead_code)]
+
+use super::common::{self, Out};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
+pub const HANG: Duration = Duration::from_secs(120);
+
+pub fn server() -> String {
+    std::env::var("OKFIT_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!(
+            "OKFIT_TEST_POSTGRES is not set: the PostgreSQL tests need a server. Run ./scripts/test.sh (it starts one), or start one with scripts/pg.sh start DIR and export the URL it prints"
+        )
+    })
+}
+
+static DATABASES: AtomicUsize = AtomicUsize::new(0);
+
+/// A new empty database on the test server, as an `okf+postgres://` base
+/// (append `?tenant=…`).
+pub fn fresh_database() -> String {
+    let base = server();
+    let name = format!(
+        "okfit_t{}_{}",
+        std::process::id(),
+        DATABASES.fetch_add(1, Ordering::SeqCst)
+    );
+    let mut c = postgres::Client::connect(&base, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("cannot reach the test server {base}: {e}"));
+    c.batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+    let mut u = url::Url::parse(&base).expect("OKFIT_TEST_POSTGRES is a URL");
+    u.set_path(&format!("/{name}"));
+    u.set_query(None);
+    u.to_string().replacen("postgres://", "okf+postgres://", 1)
+}
+
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new()
+            .prefix("okfit-pg-")
+            .tempdir()
+            .expect("temporary directory");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        for d in ["home", "xdg"] {
+            std::fs::create_dir_all(root.join(d)).expect("folder");
+        }
+        Sandbox { _dir: dir, root }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
+        let mut c = Command::new(OKFIT);
+        c.current_dir(&self.root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg"))
+            .env("OKFIT_DATA", self.path("default-data"))
+            .env("LC_ALL", "C")
+            .args(args);
+        common::run(c, input, HANG)
+    }
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/kb-native")
+        .join(name)
+}
+
+/// The current hash of b/doc.md from `okfit export`.
+pub fn current_hash(sb: &Sandbox, dsn: &str) -> String {
+    let to = sb.path(&format!("x{}", DATABASES.fetch_add(1, Ordering::SeqCst)));
+    sb.okfit(&["export", &to.display().to_string(), "-c", dsn], None)
+        .expect_code(0);
+    let bytes = std::fs::read(to.join("b/doc.md")).expect("exported document");
+    common::sha256_hex(&bytes)
+}
+
+/// An `okfit serve` replica over a PostgreSQL store, on a unix socket of
+/// its own; killed when dropped.
+pub struct Replica {
+    pub child: std::process::Child,
+    pub socket: PathBuf,
+    /// Every line the replica wrote on stderr so far.
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Replica {
+    pub fn start(sb: &Sandbox, name: &str, store: &str) -> Replica {
+        use std::io::BufRead as _;
+        let data = sb.path(&format!("{name}-data"));
+        let socket = sb.path(&format!("{name}.sock"));
+        let mut c = Command::new(OKFIT);
+        c.current_dir(&sb.root)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", sb.path("home"))
+            .env("LC_ALL", "C")
+            .args(["serve", "--data"])
+            .arg(&data)
+            .args(["--store", store, "--socket"])
+            .arg(&socket)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let child = c.spawn().expect("spawn okfit serve");
+        // Dropped (killed and waited for) on every path out of here.
+        let mut r = Replica {
+            child,
+            socket,
+            stderr: Arc::default(),
+        };
+        let err = r.child.stderr.take().expect("stderr");
+        let lines = r.stderr.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+        if !r.wait_for("okfit serving ", Duration::from_secs(30)) {
+            panic!("replica {name} did not start: {:?}", r.lines());
+        }
+        r
+    }
+
+    /// What the replica wrote on stderr so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits until a stderr line contains `needle`; false when `timeout`
+    /// passes or the replica exits first.
+    pub fn wait_for(&mut self, needle: &str, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if self.lines().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return self.lines().iter().any(|l| l.contains(needle));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn dsn(&self, tenant: &str) -> String {
+        format!("okf+unix://{}?tenant={tenant}", self.socket.display())
+    }
+}
