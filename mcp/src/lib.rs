@@ -333,7 +333,11 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
                 .live()
                 .read(okfit_knowledge::documents::Bodies::None, |_, _| ());
         }
-        let _ = warm.tools.advice();
+        // The advice is part of the manifest tool's description: computed
+        // ahead only when that tool is offered (it reads every document).
+        if warm.tools.offers("manifest") {
+            let _ = warm.tools.advice();
+        }
     });
     rt.block_on(async move {
         let ((out, inc), pump) = transport::stdio();

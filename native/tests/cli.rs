@@ -8,6 +8,8 @@
 //! and stdout/stderr are pipes (so no colour). Contract: reference
 //! `okfit.md` §1.2, §2, §7.6, §7.7, §10, §11.
 
+mod common;
+
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -74,13 +76,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("okfit-cli-")
-            .tempdir()
-            .unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(root.join("home")).unwrap();
-        std::fs::create_dir_all(root.join("xdg")).unwrap();
+        let (dir, root) = common::sandbox_dir("okfit-cli-");
         Sandbox { _dir: dir, root }
     }
 

@@ -12,8 +12,7 @@ mod common;
 #[path = "common/pg.rs"]
 mod pg;
 
-use common::Out;
-use pg::{current_hash, fixture, fresh_database, Replica, Sandbox};
+use pg::{current_hash, fixture, fresh_database, race, Replica, Sandbox};
 use std::path::Path;
 
 /// One step of the scripted session: arguments (the connection is added)
@@ -262,30 +261,7 @@ fn racing_writers_get_exactly_one_success() {
     first.expect_code(0);
     for round in 0..20 {
         let hash = current_hash(&sb, &dsn);
-        let outs: Vec<Out> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..2)
-                .map(|i| {
-                    let (sb, dsn, hash) = (&sb, &dsn, &hash);
-                    s.spawn(move || {
-                        let body = format!("# Doc\n\nround {round}, writer {i}\n");
-                        sb.okfit(
-                            &["write", "b", "doc.md", "--replaces", hash, "-c", dsn],
-                            Some(body.as_bytes()),
-                        )
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("writer")).collect()
-        });
-        let won = outs.iter().filter(|o| o.code == 0).count();
-        assert_eq!(
-            won,
-            1,
-            "round {round}: {:?}",
-            outs.iter()
-                .map(|o| (o.code, o.stderr.clone()))
-                .collect::<Vec<_>>()
-        );
+        race(&sb, [&dsn, &dsn], &hash, round);
     }
     let v = sb.okfit(&["verify", "-c", &dsn], None);
     v.expect_code(0);
@@ -384,32 +360,7 @@ fn writers_racing_through_two_replicas_get_exactly_one_success() {
     .expect_code(0);
     for round in 0..100 {
         let hash = current_hash(&sb, &direct);
-        let outs: Vec<Out> = std::thread::scope(|s| {
-            let hs: Vec<_> = dsns
-                .iter()
-                .enumerate()
-                .map(|(i, dsn)| {
-                    let (sb, hash) = (&sb, &hash);
-                    s.spawn(move || {
-                        let body = format!("# Doc\n\nround {round}, replica {i}\n");
-                        sb.okfit(
-                            &["write", "b", "doc.md", "--replaces", hash, "-c", dsn],
-                            Some(body.as_bytes()),
-                        )
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().expect("writer")).collect()
-        });
-        let won = outs.iter().filter(|o| o.code == 0).count();
-        assert_eq!(
-            won,
-            1,
-            "round {round}: {:?}",
-            outs.iter()
-                .map(|o| (o.code, o.stderr.clone()))
-                .collect::<Vec<_>>()
-        );
+        race(&sb, [&dsns[0], &dsns[1]], &hash, round);
     }
     sb.okfit(&["verify", "-c", &direct], None).expect_code(0);
     let h = sb

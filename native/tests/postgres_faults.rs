@@ -75,13 +75,18 @@ fn check(sb: &Sandbox, direct: &str, acked: &[usize]) {
     assert_eq!(v.code, 0, "verify: {}", v.text());
 }
 
+/// A fresh database: its `postgres://` URL for `okfit serve --store`, the
+/// `okf+postgres://` connection to its tenant `acme`, and a sandbox.
+fn setup() -> (String, String, Sandbox) {
+    let base = fresh_database();
+    let store = base.trim_start_matches("okf+").to_string();
+    (store, format!("{base}?tenant=acme"), Sandbox::new())
+}
+
 #[test]
 fn a_daemon_killed_mid_commit_loses_no_acknowledged_commit() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let base = fresh_database();
-    let store = base.trim_start_matches("okf+").to_string();
-    let direct = format!("{base}?tenant=acme");
-    let sb = Sandbox::new();
+    let (store, direct, sb) = setup();
     let mut acked = vec![];
     for round in 0..3 {
         let mut r = Replica::start(&sb, &format!("r{round}"), &store);
@@ -105,10 +110,7 @@ fn a_daemon_killed_mid_commit_loses_no_acknowledged_commit() {
 #[test]
 fn the_database_crashing_loses_no_acknowledged_commit_and_the_daemon_reconnects() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let base = fresh_database();
-    let store = base.trim_start_matches("okf+").to_string();
-    let direct = format!("{base}?tenant=acme");
-    let sb = Sandbox::new();
+    let (store, direct, sb) = setup();
     let mut r = Replica::start(&sb, "r", &store);
     let dsn = r.dsn("acme");
     let stop = AtomicBool::new(false);

@@ -70,13 +70,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("okfit-serve-")
-            .tempdir()
-            .unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(root.join("home")).unwrap();
-        std::fs::create_dir_all(root.join("xdg")).unwrap();
+        let (dir, root) = common::sandbox_dir("okfit-serve-");
         Sandbox { _dir: dir, root }
     }
 
@@ -103,16 +97,7 @@ impl Sandbox {
     /// A clean environment: only `PATH`, `HOME`, `XDG_CONFIG_HOME`,
     /// `OKFIT_DATA` (an unused default inside the sandbox) and `LC_ALL`.
     fn command(&self, program: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(program);
-        c.current_dir(&self.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("xdg"))
-            .env("OKFIT_DATA", self.path("default-data"))
-            .env("LC_ALL", "C")
-            .args(args);
-        c
+        common::sandboxed(program, &self.root, args)
     }
 
     fn okfit(&self, args: &[&str]) -> Out {

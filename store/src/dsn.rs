@@ -52,7 +52,9 @@ pub enum Dsn {
     },
 }
 
-const SCHEMES: &str = "okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:, okf+postgres:";
+/// The schemes the reference names in its message (`okf+postgres:` is
+/// okfit's own, named in a message of its own).
+const SCHEMES: &str = "okf:, okf+unix:, okf+npipe:, okf+http:, okf+https:";
 
 impl Dsn {
     /// Where the store of a store connection lives, and its tenant (`None`
@@ -341,6 +343,9 @@ pub fn parse(dsn: &str) -> Result<Dsn, String> {
                 pipe: format!("\\\\.\\pipe\\{}", name.replace('/', "\\")),
             })
         }
+        "postgres" | "postgresql" => Err(format!(
+            "invalid dsn \"{dsn}\": a PostgreSQL store is okf+postgres://user@host:5432/db?tenant=t"
+        )),
         other => Err(format!(
             "unsupported dsn scheme \"{other}:\", expected one of {SCHEMES}"
         )),
@@ -441,6 +446,32 @@ mod tests {
                 "{w}"
             );
         }
+    }
+
+    #[test]
+    fn postgres() {
+        assert_eq!(
+            parse("okf+postgres://u:secret@db:5433/kb?tenant=acme&sslmode=disable").unwrap(),
+            Dsn::Postgres {
+                url: "postgres://u:secret@db:5433/kb?sslmode=disable".into(),
+                tenant: "acme".into()
+            }
+        );
+        let d = parse("okf+postgres://u:secret@db/kb?tenant=acme").unwrap();
+        assert_eq!(d.to_string(), "okf+postgres://u@db/kb?tenant=acme");
+        assert!(d.has_revisions());
+        for (bad, says) in [
+            ("okf+postgres://db/kb", "needs ?tenant="),
+            ("okf+postgres://db/kb?tenant=a&tenant=b", "more than once"),
+            ("okf+postgres:///kb?tenant=a", "name the PostgreSQL host"),
+            ("postgres://db/kb?tenant=a", "okf+postgres://"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains("secret"));
+        }
+        let e = parse("okf+postgres://u:secret@db/kb").unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]

@@ -17,14 +17,12 @@
 
 use crate::error::Error;
 use crate::sqlite::{
-    digest_of, revision_digest, Changed, CommitPlan, DocRow, Head, RevisionInfo, State, Storage,
-    Verified, COMPILER_VERSION,
+    check_revision, content_problem, revision_digest, term_changes, Changed, CommitPlan, DocRow,
+    Head, RevisionInfo, State, Storage, Verified, COMPILER_VERSION,
 };
-use okfit_core::doc::hex;
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
 use postgres::{Client, GenericClient, NoTls, Row, Transaction};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -381,32 +379,14 @@ impl PgStore {
         let empty: Vec<(String, f32)> = vec![];
         let a = old.as_ref().map_or(&empty, |t| &t.terms);
         let b = new.map_or(&empty, |t| &t.terms);
+        let (old_terms, new_terms) = term_changes(a, b);
         let mut gone: Vec<i64> = vec![];
+        for t in old_terms {
+            gone.push(Self::term_id(tx, &self.term_ids, fresh, t)?);
+        }
         let mut put: Vec<(i64, f32)> = vec![];
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let ord = match (a.get(i), b.get(j)) {
-                (Some(x), Some(y)) => x.0.cmp(&y.0),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
-            };
-            match ord {
-                std::cmp::Ordering::Less => {
-                    gone.push(Self::term_id(tx, &self.term_ids, fresh, &a[i].0)?);
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    put.push((Self::term_id(tx, &self.term_ids, fresh, &b[j].0)?, b[j].1));
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    if a[i].1 != b[j].1 {
-                        put.push((Self::term_id(tx, &self.term_ids, fresh, &b[j].0)?, b[j].1));
-                    }
-                    i += 1;
-                    j += 1;
-                }
-            }
+        for (t, tf) in new_terms {
+            put.push((Self::term_id(tx, &self.term_ids, fresh, t)?, tf));
         }
         if !gone.is_empty() {
             tx.execute(
@@ -490,6 +470,19 @@ impl PgStore {
         .map(|r| r.get(0)))
     }
 
+    /// Runs `f` in one read-only snapshot, with the tenant's head as of it.
+    fn in_snapshot<R>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>, Option<Head>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let mut c = self.client()?;
+        let mut tx = Self::snapshot(&mut c)?;
+        let head = head_in(&mut tx, self.id)?;
+        let r = f(&mut tx, head)?;
+        tx.commit().map_err(pg_err)?;
+        Ok(r)
+    }
+
     /// A read-only transaction that sees one snapshot.
     fn snapshot<'a>(c: &'a mut Client) -> Result<Transaction<'a>, Error> {
         c.build_transaction()
@@ -506,16 +499,10 @@ impl Storage for PgStore {
     }
 
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
-        let mut c = self.client()?;
-        let mut tx = Self::snapshot(&mut c)?;
-        let head = head_in(&mut tx, self.id)?;
-        let rows = tx
-            .query(
-                &format!("SELECT {DOC_COLUMNS} FROM okfit_docs WHERE tenant = $1"),
-                &[&self.id],
-            )
-            .map_err(pg_err)?;
-        tx.commit().map_err(pg_err)?;
+        let (head, rows) = self.in_snapshot(|tx, head| {
+            let sql = format!("SELECT {DOC_COLUMNS} FROM okfit_docs WHERE tenant = $1");
+            Ok((head, tx.query(&sql, &[&self.id]).map_err(pg_err)?))
+        })?;
         use rayon::prelude::*;
         let rows = rows
             .par_iter()
@@ -525,31 +512,28 @@ impl Storage for PgStore {
     }
 
     fn changed_since(&self, seq: i64) -> Result<Changed, Error> {
-        let mut c = self.client()?;
-        let mut tx = Self::snapshot(&mut c)?;
-        let head = head_in(&mut tx, self.id)?;
-        let keys: Vec<(String, String)> = tx
-            .query(
-                "SELECT DISTINCT bundle, path FROM okfit_changes WHERE tenant = $1 AND seq > $2",
-                &[&self.id, &seq],
-            )
-            .map_err(pg_err)?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
-        let (bundles, paths): (Vec<&str>, Vec<&str>) =
-            keys.iter().map(|(b, p)| (b.as_str(), p.as_str())).unzip();
-        let rows = tx
-            .query(
-                &format!(
-                    "SELECT {DOC_COLUMNS} FROM okfit_docs d
-                       JOIN UNNEST($2::TEXT[], $3::TEXT[]) AS k(b, p) ON d.bundle = k.b AND d.path = k.p
-                      WHERE d.tenant = $1"
-                ),
-                &[&self.id, &bundles, &paths],
-            )
-            .map_err(pg_err)?;
-        tx.commit().map_err(pg_err)?;
+        let (head, keys, rows) = self.in_snapshot(|tx, head| {
+            let keys: Vec<(String, String)> = tx
+                .query(
+                    "SELECT DISTINCT bundle, path FROM okfit_changes WHERE tenant = $1 AND seq > $2",
+                    &[&self.id, &seq],
+                )
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let (bundles, paths): (Vec<&str>, Vec<&str>) =
+                keys.iter().map(|(b, p)| (b.as_str(), p.as_str())).unzip();
+            let sql = format!(
+                "SELECT {DOC_COLUMNS} FROM okfit_docs d
+                   JOIN UNNEST($2::TEXT[], $3::TEXT[]) AS k(b, p) ON d.bundle = k.b AND d.path = k.p
+                  WHERE d.tenant = $1"
+            );
+            let rows = tx
+                .query(&sql, &[&self.id, &bundles, &paths])
+                .map_err(pg_err)?;
+            Ok((head, keys, rows))
+        })?;
         let rows = rows
             .iter()
             .map(|r| doc_row(&self.tenant, r))
@@ -720,20 +704,19 @@ impl Storage for PgStore {
         tx.commit().map_err(pg_err)?;
         drop(guard);
         self.term_ids.extend(fresh);
-        Ok((
-            Head {
-                seq,
-                revision: revision.clone(),
-            },
-            RevisionInfo {
-                revision,
-                parent,
-                snapshot: plan.snapshot.clone(),
-                created: plan.created.clone(),
-                concepts: plan.concepts,
-                bundles: plan.bundles.clone(),
-            },
-        ))
+        Ok(plan.committed(seq, revision, parent))
+    }
+
+    fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {
+        let mut c = self.client()?;
+        let mut tx = Self::snapshot(&mut c)?;
+        let Some(seq) = Self::seq_of(&mut tx, self.id, revision)? else {
+            return Ok(None);
+        };
+        let mut state = Self::current_state(&mut tx, self.id)?;
+        Self::undo_between(&mut tx, self.id, &mut state, seq, i64::MAX)?;
+        tx.commit().map_err(pg_err)?;
+        Ok(Some(state))
     }
 
     fn history(
@@ -764,18 +747,6 @@ impl Storage for PgStore {
         let more = v.len() > limit;
         v.truncate(limit);
         Ok(Some((v, more)))
-    }
-
-    fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {
-        let mut c = self.client()?;
-        let mut tx = Self::snapshot(&mut c)?;
-        let Some(seq) = Self::seq_of(&mut tx, self.id, revision)? else {
-            return Ok(None);
-        };
-        let mut state = Self::current_state(&mut tx, self.id)?;
-        Self::undo_between(&mut tx, self.id, &mut state, seq, i64::MAX)?;
-        tx.commit().map_err(pg_err)?;
-        Ok(Some(state))
     }
 
     fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error> {
@@ -844,13 +815,6 @@ impl Storage for PgStore {
         for (i, (seq, info)) in revs.iter().enumerate() {
             if i > 0 {
                 Self::undo_between(&mut tx, id, &mut state, *seq, revs[i - 1].0)?;
-                if revs[i - 1].1.parent.as_deref() != Some(info.revision.as_str()) {
-                    out.problems.push(format!(
-                        "revision {} does not name {} as its parent",
-                        revs[i - 1].1.revision,
-                        info.revision
-                    ));
-                }
             }
             let unchecked: Vec<&str> = state
                 .values()
@@ -867,32 +831,12 @@ impl Storage for PgStore {
                 .map(|r| (r.get(0), r.get(1)))
                 .collect();
             for hash in unchecked {
-                match found.get(hash) {
-                    None => out.problems.push(format!("content {hash} is missing")),
-                    Some(b) if hex(&Sha256::digest(b)) != hash => out
-                        .problems
-                        .push(format!("content {hash} does not match its digest")),
-                    Some(b) if std::str::from_utf8(b).is_err() => out
-                        .problems
-                        .push(format!("content {hash} is not valid UTF-8")),
-                    Some(_) => {}
-                }
+                out.problems
+                    .extend(content_problem(hash, found.get(hash).map(Vec::as_slice)));
                 checked.insert(hash.to_string());
             }
-            let (snapshot, concepts) = digest_of(&state);
-            if snapshot != info.snapshot {
-                out.problems.push(format!(
-                    "revision {} (#{seq}) records snapshot {} but its documents give {snapshot}",
-                    info.revision, info.snapshot
-                ));
-            }
-            if concepts != info.concepts {
-                out.problems.push(format!(
-                    "revision {} records {} concepts but has {concepts}",
-                    info.revision, info.concepts
-                ));
-            }
-            out.revisions += 1;
+            let newer = i.checked_sub(1).map(|j| &revs[j].1);
+            check_revision(&mut out, newer, *seq, info, &state);
         }
         for r in tx
             .query(

@@ -97,6 +97,31 @@ pub struct CommitPlan {
     pub created: String,
 }
 
+impl CommitPlan {
+    /// The head and revision this plan became as revision number `seq`.
+    pub fn committed(
+        &self,
+        seq: i64,
+        revision: String,
+        parent: Option<String>,
+    ) -> (Head, RevisionInfo) {
+        (
+            Head {
+                seq,
+                revision: revision.clone(),
+            },
+            RevisionInfo {
+                revision,
+                parent,
+                snapshot: self.snapshot.clone(),
+                created: self.created.clone(),
+                concepts: self.concepts,
+                bundles: self.bundles.clone(),
+            },
+        )
+    }
+}
+
 /// A committed revision (reference langonrock §5).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RevisionInfo {
@@ -395,37 +420,18 @@ impl SqliteStore {
         let empty: Vec<(String, f32)> = vec![];
         let a = old.as_ref().map_or(&empty, |t| &t.terms);
         let b = new.map_or(&empty, |t| &t.terms);
+        let (old_terms, new_terms) = term_changes(a, b);
         let mut gone: Vec<rusqlite::types::Value> = vec![];
+        for t in old_terms {
+            let id = Self::term_id(tx, cache, fresh, t)?;
+            gone.push(rusqlite::types::Value::Integer(id));
+        }
         let mut put = tx.prepare_cached(
             "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
         )?;
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let ord = match (a.get(i), b.get(j)) {
-                (Some(x), Some(y)) => x.0.cmp(&y.0),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
-            };
-            match ord {
-                std::cmp::Ordering::Less => {
-                    let id = Self::term_id(tx, cache, fresh, &a[i].0)?;
-                    gone.push(rusqlite::types::Value::Integer(id));
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    let id = Self::term_id(tx, cache, fresh, &b[j].0)?;
-                    put.execute(params![id, slot, b[j].1 as f64])?;
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    if a[i].1 != b[j].1 {
-                        let id = Self::term_id(tx, cache, fresh, &b[j].0)?;
-                        put.execute(params![id, slot, b[j].1 as f64])?;
-                    }
-                    i += 1;
-                    j += 1;
-                }
-            }
+        for (t, tf) in new_terms {
+            let id = Self::term_id(tx, cache, fresh, t)?;
+            put.execute(params![id, slot, tf as f64])?;
         }
         if !gone.is_empty() {
             tx.prepare_cached("DELETE FROM postings WHERE slot = ?1 AND term IN rarray(?2)")?
@@ -443,6 +449,41 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+/// How a slot's stored terms `a` become `b` (both sorted by term): the
+/// terms to remove, and the terms to write with their new frequency.
+pub(crate) fn term_changes<'a>(
+    a: &'a [(String, f32)],
+    b: &'a [(String, f32)],
+) -> (Vec<&'a str>, Vec<(&'a str, f32)>) {
+    let (mut gone, mut put) = (vec![], vec![]);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let ord = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.cmp(&y.0),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match ord {
+            std::cmp::Ordering::Less => {
+                gone.push(a[i].0.as_str());
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                put.push((b[j].0.as_str(), b[j].1));
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                if a[i].1 != b[j].1 {
+                    put.push((b[j].0.as_str(), b[j].1));
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    (gone, put)
 }
 
 /// The revision digest: sha256 of the canonical JSON of the revision's
@@ -481,6 +522,55 @@ fn info_row(r: &rusqlite::Row) -> rusqlite::Result<RevisionInfo> {
         concepts: r.get::<_, i64>(4)? as usize,
         bundles: serde_json::from_str(&bundles).unwrap_or_default(),
     })
+}
+
+/// The problem with one stored content, if any: missing, not matching its
+/// digest, or not UTF-8.
+pub(crate) fn content_problem(hash: &str, bytes: Option<&[u8]>) -> Option<String> {
+    match bytes {
+        None => Some(format!("content {hash} is missing")),
+        Some(b) if hex(&Sha256::digest(b)) != hash => {
+            Some(format!("content {hash} does not match its digest"))
+        }
+        Some(b) if std::str::from_utf8(b).is_err() => {
+            Some(format!("content {hash} is not valid UTF-8"))
+        }
+        Some(_) => None,
+    }
+}
+
+/// Checks one retained revision (number `seq`) against `state`, the
+/// documents it should hold: the next newer revision must name it as its
+/// parent, and its recorded snapshot and concept count must match.
+pub(crate) fn check_revision(
+    out: &mut Verified,
+    newer: Option<&RevisionInfo>,
+    seq: i64,
+    info: &RevisionInfo,
+    state: &State,
+) {
+    if let Some(n) = newer {
+        if n.parent.as_deref() != Some(info.revision.as_str()) {
+            out.problems.push(format!(
+                "revision {} does not name {} as its parent",
+                n.revision, info.revision
+            ));
+        }
+    }
+    let (snapshot, concepts) = digest_of(state);
+    if snapshot != info.snapshot {
+        out.problems.push(format!(
+            "revision {} (#{seq}) records snapshot {} but its documents give {snapshot}",
+            info.revision, info.snapshot
+        ));
+    }
+    if concepts != info.concepts {
+        out.problems.push(format!(
+            "revision {} records {} concepts but has {concepts}",
+            info.revision, info.concepts
+        ));
+    }
+    out.revisions += 1;
 }
 
 /// The snapshot digest and concept count of a state.
@@ -709,20 +799,7 @@ impl Storage for SqliteStore {
         }
         tx.commit()?;
         self.term_ids.extend(fresh);
-        Ok((
-            Head {
-                seq,
-                revision: revision.clone(),
-            },
-            RevisionInfo {
-                revision,
-                parent,
-                snapshot: plan.snapshot.clone(),
-                created: plan.created.clone(),
-                concepts: plan.concepts,
-                bundles: plan.bundles.clone(),
-            },
-        ))
+        Ok(plan.committed(seq, revision, parent))
     }
 
     fn history(
@@ -814,47 +891,19 @@ impl Storage for SqliteStore {
                 .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
                 .query_row([hash], |r| r.get(0))
                 .optional()?;
-            match bytes {
-                None => out.problems.push(format!("content {hash} is missing")),
-                Some(b) if hex(&Sha256::digest(&b)) != hash => out
-                    .problems
-                    .push(format!("content {hash} does not match its digest")),
-                Some(b) if std::str::from_utf8(&b).is_err() => out
-                    .problems
-                    .push(format!("content {hash} is not valid UTF-8")),
-                Some(_) => {}
-            }
+            out.problems.extend(content_problem(hash, bytes.as_deref()));
             Ok(())
         };
         for (i, (seq, info)) in revs.iter().enumerate() {
             if i > 0 {
                 // Step back from the newer revision to this one.
                 Self::undo_between(&tx, &mut state, *seq, revs[i - 1].0)?;
-                if revs[i - 1].1.parent.as_deref() != Some(info.revision.as_str()) {
-                    out.problems.push(format!(
-                        "revision {} does not name {} as its parent",
-                        revs[i - 1].1.revision,
-                        info.revision
-                    ));
-                }
             }
             for h in state.values() {
                 check_blob(h, &mut out)?;
             }
-            let (snapshot, concepts) = digest_of(&state);
-            if snapshot != info.snapshot {
-                out.problems.push(format!(
-                    "revision {} (#{seq}) records snapshot {} but its documents give {snapshot}",
-                    info.revision, info.snapshot
-                ));
-            }
-            if concepts != info.concepts {
-                out.problems.push(format!(
-                    "revision {} records {} concepts but has {concepts}",
-                    info.revision, info.concepts
-                ));
-            }
-            out.revisions += 1;
+            let newer = i.checked_sub(1).map(|j| &revs[j].1);
+            check_revision(&mut out, newer, *seq, info, &state);
         }
         // Every current row reads back.
         let bad: Vec<(String, String)> = {

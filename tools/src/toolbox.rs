@@ -111,6 +111,11 @@ impl Toolbox {
         }
     }
 
+    /// True when the server offers the tool `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        self.tools.iter().any(|c| c.def.name == name)
+    }
+
     /// The advice sentence, computed once per server from the manifest.
     pub fn advice(&self) -> Option<String> {
         if let Some(a) = &self.advice_override {

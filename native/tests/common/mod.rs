@@ -128,6 +128,38 @@ pub fn run(cmd: Command, input: Option<&[u8]>, hang: Duration) -> Out {
 // Files, digests and manifests
 // ------------------------------------------------------------------------
 
+/// A new temporary sandbox folder named `prefix…` with `home/` and `xdg/`
+/// for the environment, and its canonical path (so expected paths compare
+/// with what the binaries print).
+pub fn sandbox_dir(prefix: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("temporary directory");
+    let root = std::fs::canonicalize(dir.path()).expect("canonical sandbox path");
+    for d in ["home", "xdg"] {
+        std::fs::create_dir_all(root.join(d)).expect("sandbox folder");
+    }
+    (dir, root)
+}
+
+/// `program ARGS…` in a clean environment rooted at `root` (a sandbox
+/// folder): only `PATH`, `HOME` (`root/home`), `XDG_CONFIG_HOME`
+/// (`root/xdg`), `OKFIT_DATA` (an unused default data root,
+/// `root/default-data`) and `LC_ALL`; the working directory is `root`.
+pub fn sandboxed(program: &str, root: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(program);
+    c.current_dir(root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("XDG_CONFIG_HOME", root.join("xdg"))
+        .env("OKFIT_DATA", root.join("default-data"))
+        .env("LC_ALL", "C")
+        .args(args);
+    c
+}
+
 /// Copies the directory `from` to `to`, recursively.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

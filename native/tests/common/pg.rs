@@ -50,14 +50,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("okfit-pg-")
-            .tempdir()
-            .expect("temporary directory");
-        let root = std::fs::canonicalize(dir.path()).expect("canonical");
-        for d in ["home", "xdg"] {
-            std::fs::create_dir_all(root.join(d)).expect("folder");
-        }
+        let (dir, root) = common::sandbox_dir("okfit-pg-");
         Sandbox { _dir: dir, root }
     }
 
@@ -66,16 +59,7 @@ impl Sandbox {
     }
 
     pub fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
-        let mut c = Command::new(OKFIT);
-        c.current_dir(&self.root)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("XDG_CONFIG_HOME", self.path("xdg"))
-            .env("OKFIT_DATA", self.path("default-data"))
-            .env("LC_ALL", "C")
-            .args(args);
-        common::run(c, input, HANG)
+        common::run(common::sandboxed(OKFIT, &self.root, args), input, HANG)
     }
 }
 
@@ -175,4 +159,28 @@ impl Replica {
     pub fn dsn(&self, tenant: &str) -> String {
         format!("okf+unix://{}?tenant={tenant}", self.socket.display())
     }
+}
+
+/// Two writers replace b/doc.md at once, both over `hash`, each through
+/// its connection: exactly one may succeed.
+pub fn race(sb: &Sandbox, dsns: [&str; 2], hash: &str, round: usize) {
+    let outs: Vec<Out> = std::thread::scope(|s| {
+        let hs: Vec<_> = dsns
+            .iter()
+            .enumerate()
+            .map(|(i, dsn)| {
+                s.spawn(move || {
+                    let body = format!("# Doc\n\nround {round}, writer {i}\n");
+                    sb.okfit(
+                        &["write", "b", "doc.md", "--replaces", hash, "-c", dsn],
+                        Some(body.as_bytes()),
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("writer")).collect()
+    });
+    let won = outs.iter().filter(|o| o.code == 0).count();
+    let seen: Vec<(i32, &str)> = outs.iter().map(|o| (o.code, o.stderr.as_str())).collect();
+    assert_eq!(won, 1, "round {round}: {seen:?}");
 }
