@@ -53,16 +53,43 @@ fn parse_options(project: &Project) -> ParseOptions<'_> {
 pub(crate) type Read = (String, std::io::Result<Arc<[u8]>>);
 
 impl Documents {
-    /// Parses `read` (every Markdown file of the folder) with `project`'s
-    /// config; `assets` are the folder's other files.
-    pub(crate) fn load(project: Arc<Project>, read: &[Read], assets: Vec<String>) -> Documents {
-        let mut d = Documents {
+    /// Reads and parses `files` (every Markdown file of the folder:
+    /// relative and absolute paths) with `project`'s config, each file
+    /// parsed as soon as it is read so its bytes are not kept; `assets`
+    /// are the folder's other files. Also returns the files that could not
+    /// be read and how many were.
+    pub(crate) fn read(
+        project: Arc<Project>,
+        files: Vec<(String, std::path::PathBuf)>,
+        assets: Vec<String>,
+    ) -> (Documents, Vec<String>, u64) {
+        let opts = parse_options(&project);
+        let parsed: Vec<Result<Document, (String, std::io::Error)>> = files
+            .into_par_iter()
+            .filter(|(rel, _)| bundle::is_document(rel))
+            .map(|(rel, abs)| match std::fs::read(&abs) {
+                Ok(b) => Ok(doc::parse(&rel, &b, &opts)),
+                Err(e) => Err((rel, e)),
+            })
+            .collect();
+        let mut docs = vec![];
+        let mut unreadable = BTreeMap::new();
+        for r in parsed {
+            match r {
+                Ok(d) => docs.push(d),
+                Err((rel, e)) => {
+                    unreadable.insert(rel, (e.kind(), e.to_string()));
+                }
+            }
+        }
+        let failed: Vec<String> = unreadable.keys().cloned().collect();
+        let n = docs.len() as u64;
+        let d = Documents {
             project,
-            bundle: Bundle::from_parts(vec![], vec![]),
-            unreadable: BTreeMap::new(),
+            bundle: Bundle::from_parts(docs, assets),
+            unreadable,
         };
-        d.apply(&[], read, assets);
-        d
+        (d, failed, n)
     }
 
     /// The project whose config the documents were parsed with.

@@ -229,8 +229,11 @@ impl FolderKb {
             .is_some_and(|d| Arc::ptr_eq(d.project(), project))
         {
             let all = self.all();
-            let read = self.read(all);
-            let d = Documents::load(project.clone(), &read, self.assets());
+            let (d, failed, n) = Documents::read(project.clone(), all, self.assets());
+            self.reads += n;
+            for rel in &failed {
+                self.folder.forget(rel);
+            }
             if self.docs.as_ref().is_some_and(|old| old.ids() != d.ids()) {
                 self.generation += 1;
             }
