@@ -73,9 +73,10 @@ fn build() -> Daemons {
     ]
     .into_iter()
     .collect();
-    let daemon = Arc::new(Daemon::new(dir.path().to_path_buf(), HashMap::new()));
+    let at = okfit_store::backend::Location::Sqlite(dir.path().to_path_buf());
+    let daemon = Arc::new(Daemon::new(at.clone(), HashMap::new(), 8));
     let open = router(daemon.clone());
-    let with_tokens = router(Arc::new(Daemon::new(dir.path().to_path_buf(), tokens)));
+    let with_tokens = router(Arc::new(Daemon::new(at, tokens, 8)));
     runtime().block_on(async {
         for (i, (path, text)) in FIXTURE_DOCS.iter().enumerate() {
             let bundle = if i % 2 == 0 { "docs" } else { "ops" };
@@ -120,7 +121,11 @@ fn note_500(line: &str, body: &[u8]) {
 /// The hash of `tenant`'s `bundle/path`, when it exists.
 fn current(d: &Daemon, tenant: &str, bundle: &str, path: &str) -> Option<String> {
     let kb = d.tenant(tenant).ok()?;
-    kb.reader().read_source(bundle, path).ok().flatten().map(|(_, h)| h)
+    kb.reader()
+        .read_source(bundle, path)
+        .ok()
+        .flatten()
+        .map(|(_, h)| h)
 }
 
 /// Replaces the "@current"/"@head" placeholders (see the module comment).
@@ -164,7 +169,11 @@ fn resolve(d: &Daemon, uri: &Uri, headers: &mut [(HeaderName, HeaderValue)], bod
         }
     }
     if top.get("expectedRevision").and_then(Value::as_str) == Some("@head") {
-        if let Some(h) = d.tenant(tenant).ok().and_then(|k| k.reader().head().ok().flatten()) {
+        if let Some(h) = d
+            .tenant(tenant)
+            .ok()
+            .and_then(|k| k.reader().head().ok().flatten())
+        {
             top.insert("expectedRevision".into(), Value::String(h));
         }
     }
