@@ -55,12 +55,20 @@ fn key(rel: &str) -> Option<Key> {
     ok.then(|| (bundle.to_string(), path.to_string()))
 }
 
-/// A sources folder, read live: the hash of every document as last read.
-/// Its [`LiveFolder`] says which files changed, so a sync reads only
-/// those.
+/// Reads the document `k` of the folder at `root` if it is UTF-8 text.
+fn read_document(root: &Path, k: &Key) -> Option<Vec<u8>> {
+    std::fs::read(root.join(&k.0).join(&k.1))
+        .ok()
+        .filter(|b| std::str::from_utf8(b).is_ok())
+}
+
+/// A sources folder, read live: the hash of every document as last read,
+/// and the bytes of those the last refresh read. Its [`LiveFolder`] says
+/// which files changed, so a sync reads only those, once.
 struct Folder {
     live: LiveFolder,
     hashes: BTreeMap<Key, String>,
+    fresh: BTreeMap<Key, Vec<u8>>,
 }
 
 impl Folder {
@@ -68,22 +76,13 @@ impl Folder {
         Folder {
             live: LiveFolder::new(root.to_path_buf()),
             hashes: BTreeMap::new(),
+            fresh: BTreeMap::new(),
         }
-    }
-
-    fn path(&self, k: &Key) -> PathBuf {
-        self.live.root().join(&k.0).join(&k.1)
-    }
-
-    /// Reads the document `k` if it is UTF-8 text.
-    fn bytes(&self, k: &Key) -> Option<Vec<u8>> {
-        std::fs::read(self.path(k))
-            .ok()
-            .filter(|b| std::str::from_utf8(b).is_ok())
     }
 
     /// Reads the documents that changed since the last refresh.
     fn refresh(&mut self) -> Result<(), Error> {
+        self.fresh.clear();
         let Some(delta) = self.live.refresh()? else {
             return Ok(());
         };
@@ -96,7 +95,8 @@ impl Folder {
             let Some(k) = key(rel) else { continue };
             match std::fs::read(abs) {
                 Ok(b) if std::str::from_utf8(&b).is_ok() => {
-                    self.hashes.insert(k, sha256_hex(&b));
+                    self.hashes.insert(k.clone(), sha256_hex(&b));
+                    self.fresh.insert(k, b);
                 }
                 Ok(_) => {
                     self.hashes.remove(&k);
@@ -144,12 +144,20 @@ fn sync(kb: &Knowledge, data: &Path, tenant: &str, folder: &mut Folder) -> Resul
         if old == Some(h) {
             continue; // the folder did not change: the store's edit stays
         }
-        // Read again to import: a file changed since is imported as it is
-        // now (its event brings another sync).
-        let Some(bytes) = folder.bytes(k) else {
-            continue;
+        // The bytes this refresh read; a file read by an earlier one (its
+        // import was held back) is read again.
+        let again;
+        let bytes = match folder.fresh.get(k) {
+            Some(b) => b,
+            None => match read_document(folder.live.root(), k) {
+                Some(b) => {
+                    again = b;
+                    &again
+                }
+                None => continue,
+            },
         };
-        let h = sha256_hex(&bytes);
+        let h = sha256_hex(bytes);
         match (dbh, old) {
             (None, None) => changes.push(Change {
                 bundle: k.0.clone(),
