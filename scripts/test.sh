@@ -6,6 +6,12 @@ cd "$(dirname "$0")/.."
 
 say() { printf '==> %s\n' "$*" >&2; }
 
+# One build from scratch: incremental state would only double the size of
+# target/, and line tables are all a failing test's backtrace needs.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+export CARGO_PROFILE_TEST_DEBUG=line-tables-only
+
 if command -v rustup >/dev/null 2>&1; then
   say "rust components (rustfmt, clippy)"
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
