@@ -567,6 +567,53 @@ fn reads_during_commits(out: &mut String, inputs: &Inputs) {
     );
 }
 
+fn replicas(out: &mut String, inputs: &Inputs) {
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Replicas over PostgreSQL, and many tenants on one daemon",
+        "replicas.json",
+    ) else {
+        return;
+    };
+    let vis = &v["visibility"];
+    let _ = writeln!(
+        out,
+        "Two `okfit serve --store postgres://…` replicas over one database, a tenant of {} prose concepts. A one-document `transact` through replica A, then `get` through replica B back to back until it shows the new text, {} rounds. From A's answer to B's first answer showing it, ms: p50 / p95 {}, p99 {}, max {}; B's first read already showed it in {}% of rounds (target p95 < 50 ms: {}).\n",
+        int(num(vis, "concepts")),
+        int(num(vis, "rounds")),
+        pair(vis, "visible_ms"),
+        ms(num(vis, "visible_ms.p99")),
+        ms(num(vis, "visible_ms.max")),
+        one(num(vis, "first_read_share").map(|x| x * 100.0)),
+        verdict(num(vis, "visible_ms.p95").map(|x| x < 50.0)),
+    );
+    out.push_str("Tenants of 50 short prose concepts each, written in-process, then one daemon with the default `--warm-tenants` (200) searching each tenant once in turn, so every search opens a cold tenant.\n\n| backend | tenants | search of a cold tenant ms p50 / p95 | p99 | daemon peak RSS MB | most open files | errors |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for r in rows(&v, "tenants") {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r["backend"].as_str().unwrap_or("–"),
+            int(num(r, "tenants")),
+            pair(r, "search_ms"),
+            ms(num(r, "search_ms.p99")),
+            one(num(r, "daemon_rss_mb")),
+            int(num(r, "daemon_open_files")),
+            int(num(r, "errors")),
+        );
+    }
+    let ok = rows(&v, "tenants").iter().all(|r| {
+        num(r, "daemon_rss_mb").is_some_and(|x| x < 500.0)
+            && num(r, "daemon_open_files").is_some_and(|x| x < 1000.0)
+            && num(r, "search_ms.p50").is_some_and(|x| x < 20.0)
+    });
+    let _ = writeln!(
+        out,
+        "\nTargets at 10,000 tenants on each backend: RSS < 500 MB, < 1,000 open files, a cold tenant's first search < 20 ms (p50): {}.\n",
+        verdict((!rows(&v, "tenants").is_empty()).then_some(ok))
+    );
+}
+
 fn node(out: &mut String, inputs: &Inputs) {
     let Some(v) = section(out, inputs, "## Node package (`@okfit/mcp`)", "npx.json") else {
         return;
@@ -839,6 +886,7 @@ pub fn render(inputs: &Inputs) -> String {
     store(&mut out, inputs);
     daemon(&mut out, inputs);
     reads_during_commits(&mut out, inputs);
+    replicas(&mut out, inputs);
     node(&mut out, inputs);
     wasm(&mut out, inputs);
     tokens(&mut out, inputs);

@@ -6,7 +6,7 @@ use crate::reply::text;
 use crate::state::Daemon;
 use axum::extract::{FromRequestParts, MatchedPath};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use okfit_core::kb::names;
 use std::sync::Arc;
@@ -51,13 +51,7 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
                 }
             }
         } else {
-            let bearer = parts
-                .headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
-            let Some(grant) = bearer.and_then(|b| daemon.grant(b)) else {
+            let Some(grant) = bearer(&parts.headers).and_then(|b| daemon.grant(b)) else {
                 return Err(text(
                     StatusCode::UNAUTHORIZED,
                     "invalid or missing bearer token",
@@ -74,6 +68,15 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
         names::check_tenant(&tenant).map_err(|e| text(StatusCode::BAD_REQUEST, e))?;
         Ok(Caller { tenant, may_write })
     }
+}
+
+/// The bearer token of a request's `Authorization` header.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
 }
 
 fn decode(seg: &str) -> String {

@@ -1,11 +1,15 @@
 //! okfit-daemon: `okfit serve`, the store shared by many agents over
-//! HTTP (`/v1` routes, bearer tokens, TLS, a Unix socket), and the
-//! sources.json imports it keeps current.
+//! HTTP (`/v1` routes, bearer tokens, TLS, a Unix socket), the routes a
+//! load balancer and monitoring call (`/healthz`, `/readyz`, `/metrics`),
+//! and the sources.json imports it keeps current.
 
 #![warn(missing_docs)]
 
 mod auth;
 mod body;
+mod metrics;
+mod observe;
+mod ops;
 mod reply;
 mod routes;
 pub mod serve;

@@ -77,8 +77,9 @@ fn tool(name: &str) -> Effect {
     }
 }
 
-/// The daemon's HTTP application: the `/v1` routes, bodies limited to
-/// [`MAX_BODY`], any other path `404 no such route`. Empty path segments
+/// The daemon's HTTP application: the `/v1` routes, the operations routes
+/// of [`crate::ops`], bodies limited to [`MAX_BODY`], any other path `404
+/// no such route`; every request observed by [`crate::observe`]. Empty path segments
 /// are dropped first (`//v1/t/manifest/` is `/v1/t/manifest`).
 pub fn router(daemon: Arc<Daemon>) -> Router {
     let mut routes = Router::new();
@@ -116,8 +117,15 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             );
     }
     let app = routes
+        .route("/healthz", axum::routing::get(crate::ops::healthz))
+        .route("/readyz", axum::routing::get(crate::ops::readyz))
+        .route("/metrics", axum::routing::get(crate::ops::metrics))
         .fallback(|| async { text(StatusCode::NOT_FOUND, NO_ROUTE) })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            daemon.clone(),
+            crate::observe::observe,
+        ))
         .with_state(daemon);
     Router::new().fallback_service(tower::util::MapRequestLayer::new(tidy_path).layer(app))
 }

@@ -236,7 +236,20 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
         Some(url) => okfit_store::backend::Location::Postgres(url.clone()),
         None => okfit_store::backend::Location::Sqlite(data.clone()),
     };
+    crate::observe::init_logging();
+    at.follow_commits();
     let daemon = Arc::new(Daemon::new(at, tokens, opts.warm_tenants));
+    // Once serving (its first line said so): warm the read models, then
+    // /readyz says ready.
+    let warming = daemon.clone();
+    let warm_up = move || {
+        let spawned = std::thread::Builder::new()
+            .name("okfit-warm-up".into())
+            .spawn(move || warming.warm_up());
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start warming the read models; /readyz stays 503");
+        }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -296,6 +309,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                     line(token_count, "token"),
                     line(sources, "watched tenant")
                 );
+                warm_up();
                 accept_until(&mut shutdown, &slots, &listener, |s, permit| {
                     tasks.spawn(serve_conn(s, app.clone(), stop_rx.clone(), permit));
                 })
@@ -325,6 +339,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                 line(token_count, "token"),
                 line(sources, "watched tenant")
             );
+            warm_up();
             let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
             accept_until(&mut shutdown, &slots, &listener, |s, permit| {
                 let _ = s.set_nodelay(true);

@@ -1,13 +1,14 @@
 //! The shared state of a running daemon: its tokens and each tenant's
 //! warm knowledge.
 
+use crate::metrics::{Metrics, Now};
 use crate::tokens::{token_digest, Grant};
 use okfit_knowledge::Knowledge;
 use okfit_store::backend::Location;
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Largest request body (a 16 MiB transaction plus JSON framing).
 pub const MAX_BODY: usize = okfit_store::change::MAX_REQUEST_BYTES;
@@ -19,6 +20,10 @@ pub struct Daemon {
     /// The sha256 of each token with its grant (digested once, at start).
     tokens: Vec<([u8; 32], Grant)>,
     tenants: Mutex<Warm>,
+    /// What `/metrics` shows.
+    pub metrics: Metrics,
+    /// How far the warm-up at start got: (tenants warmed, to warm, done).
+    warming: Mutex<(usize, usize, bool)>,
 }
 
 /// The tenants kept open, each with when it was last used; at most
@@ -105,13 +110,80 @@ impl Daemon {
                 clock: 0,
                 budget: warm.max(1),
             }),
+            metrics: Metrics::new(),
+            warming: Mutex::new((0, 0, false)),
+        }
+    }
+
+    fn warm(&self) -> MutexGuard<'_, Warm> {
+        self.tenants.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens the most recently used tenants, as many as the warm budget
+    /// keeps, and loads their read models; then the daemon is ready. Runs
+    /// once at start, off the request path; while the store cannot list
+    /// its tenants it retries.
+    pub fn warm_up(&self) {
+        let budget = self.warm().budget;
+        let names = loop {
+            match self.at.recent_tenants(budget) {
+                Ok(names) => break names,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list the tenants to warm; trying again");
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                }
+            }
+        };
+        let started = std::time::Instant::now();
+        self.set_warming(0, names.len(), false);
+        for (i, name) in names.iter().enumerate() {
+            if let Err(e) = self.tenant(name).and_then(|t| t.reader().warm()) {
+                tracing::warn!(tenant = %name, error = %e, "cannot warm a tenant's read model");
+            }
+            self.set_warming(i + 1, names.len(), false);
+        }
+        self.set_warming(names.len(), names.len(), true);
+        tracing::debug!(
+            tenants = names.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "read models warm: ready"
+        );
+    }
+
+    fn set_warming(&self, done: usize, of: usize, ready: bool) {
+        *self.warming.lock().unwrap_or_else(|p| p.into_inner()) = (done, of, ready);
+    }
+
+    /// Ready to serve: warmed up, and the store answers. The reason when
+    /// not.
+    pub fn readiness(&self) -> Result<(), String> {
+        let (done, of, ready) = *self.warming.lock().unwrap_or_else(|p| p.into_inner());
+        if !ready {
+            return Err(format!("warming read models: {done} of {of} tenants"));
+        }
+        self.at
+            .check()
+            .map_err(|e| format!("the store does not answer: {e}"))
+    }
+
+    /// What a metrics scrape reads now: the warm tenants, the documents in
+    /// their read models, and the database pools.
+    pub fn scrape(&self) -> Now {
+        let tenants: Vec<Arc<Tenant>> = self.warm().open.values().map(|(t, _)| t.clone()).collect();
+        Now {
+            warm_tenants: tenants.len(),
+            model_documents: tenants
+                .iter()
+                .filter_map(|t| t.reader().warm_documents())
+                .sum(),
+            pools: okfit_store::postgres::pool_use(),
         }
     }
 
     /// The warm knowledge of a tenant, opened on first use and again after
     /// it was closed to stay within the budget.
     pub fn tenant(&self, tenant: &str) -> Result<Arc<Tenant>, Error> {
-        let mut warm = self.tenants.lock().unwrap_or_else(|p| p.into_inner());
+        let mut warm = self.warm();
         warm.clock += 1;
         let now = warm.clock;
         if let Some((k, used)) = warm.open.get_mut(tenant) {

@@ -192,6 +192,22 @@ impl Knowledge {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Loads a store tenant's read model now rather than at its first
+    /// read (a daemon warming up before it says it is ready). A tenant not
+    /// created yet has nothing to load.
+    pub fn warm(&self) -> Result<(), Error> {
+        match self.read(None, |_, _| Ok(())) {
+            Err(Error::NoTenant(_)) => Ok(()),
+            r => r,
+        }
+    }
+
+    /// The concepts in a store tenant's read model as loaded now, without
+    /// loading it (`None`: not loaded, or not a store tenant).
+    pub fn warm_documents(&self) -> Option<usize> {
+        self.store.as_ref().and_then(StoreKb::loaded_concepts)
+    }
+
     /// Runs `f` over the current view and a source reader.
     fn read<R>(
         &self,

@@ -95,29 +95,9 @@ pub struct Remote {
     manifests: Mutex<HashMap<String, (String, Arc<str>)>>,
 }
 
-/// The roots a TLS connection trusts: the platform's, and the PEM file in
-/// `OKFIT_TLS_CA` (a private CA, a test certificate).
+/// The roots a TLS connection trusts, as ureq takes them.
 fn tls_roots() -> Result<Vec<ureq::tls::Certificate<'static>>, Error> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-    let mut roots: Vec<CertificateDer<'static>> = rustls_native_certs::load_native_certs().certs;
-    if let Some(ca) = std::env::var_os("OKFIT_TLS_CA").filter(|v| !v.is_empty()) {
-        let certs = CertificateDer::pem_file_iter(&ca).map_err(|e| {
-            Error::Usage(format!(
-                "OKFIT_TLS_CA: cannot read {} ({e})",
-                PathBuf::from(&ca).display()
-            ))
-        })?;
-        // Each one must make a trust anchor, as the platform's may not.
-        let mut check = rustls::RootCertStore::empty();
-        for c in certs.flatten() {
-            check
-                .add(c.clone())
-                .map_err(|e| Error::Usage(format!("OKFIT_TLS_CA: {e}")))?;
-            roots.push(c);
-        }
-    }
-    Ok(roots
+    Ok(okfit_store::tls::trusted_roots()?
         .iter()
         .map(|c| ureq::tls::Certificate::from_der(c.as_ref()).to_owned())
         .collect())

@@ -185,8 +185,15 @@ impl StoreKb {
             .as_deref_mut()
             .ok_or_else(|| Error::Store("store not open".into()))?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        st.catch_up(store, &self.tenant)?;
+        st.catch_up_now(store, &self.tenant)?;
         f(store, &mut st)
+    }
+
+    /// The concepts of the read model if it is loaded (and not being
+    /// changed this instant).
+    pub(crate) fn loaded_concepts(&self) -> Option<usize> {
+        let st = self.state.try_read().ok()?;
+        st.view.as_ref().map(|v| v.model.concepts())
     }
 
     /// The tenant's name.
@@ -204,10 +211,25 @@ impl Loaded {
         }
     }
 
-    /// Loads the model once, then applies commits made elsewhere.
+    /// Loads the model once, then applies commits made elsewhere, as far
+    /// as the store has heard of them (a read).
     pub(crate) fn catch_up(&mut self, store: &dyn Storage, tenant: &str) -> Result<(), Error> {
+        self.catch_up_with(store, tenant, false)
+    }
+
+    /// As [`Loaded::catch_up`], to the head the store has now (a commit's
+    /// preconditions are checked against it).
+    pub(crate) fn catch_up_now(&mut self, store: &dyn Storage, tenant: &str) -> Result<(), Error> {
+        self.catch_up_with(store, tenant, true)
+    }
+
+    fn catch_up_with(&mut self, store: &dyn Storage, tenant: &str, now: bool) -> Result<(), Error> {
         if let Some(view) = self.view.as_mut() {
-            let head = store.head()?;
+            let head = if now {
+                store.head_now()?
+            } else {
+                store.head()?
+            };
             if head == self.head {
                 return Ok(());
             }
@@ -267,7 +289,7 @@ impl Loaded {
     ) -> Result<Committed, CommitError> {
         let mut last = None;
         for _attempt in 0..8 {
-            self.catch_up(store, tenant)?;
+            self.catch_up_now(store, tenant)?;
             match self.try_commit(store, changes, &compiled, expected, now) {
                 Err(CommitError::Other(Error::Conflict(m))) => {
                     // Someone committed first: start again from their state.

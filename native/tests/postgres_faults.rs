@@ -12,20 +12,13 @@ mod common;
 #[path = "common/pg.rs"]
 mod pg;
 
-use pg::{fresh_database, Replica, Sandbox};
-use std::path::PathBuf;
+use pg::{cluster, fresh_database, Replica, Sandbox};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 /// One test at a time: the server is shared and one test crashes it.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn cluster() -> PathBuf {
-    PathBuf::from(std::env::var_os("OKFIT_TEST_PGDIR").unwrap_or_else(|| {
-        panic!("OKFIT_TEST_PGDIR is not set: run ./scripts/test.sh, which starts the test server and names its folder")
-    }))
-}
 
 fn pg_script(what: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/pg.sh");
@@ -144,4 +137,24 @@ fn the_database_crashing_loses_no_acknowledged_commit_and_the_daemon_reconnects(
     );
     assert!(acked.len() > 2, "too few writes acknowledged: {acked:?}");
     check(&sb, &direct, &acked);
+    // The daemon follows commit announcements again, so a commit made by
+    // another process after the restart reaches its reads.
+    assert!(
+        r.wait_for("following commits on PostgreSQL", Duration::from_secs(15)),
+        "the daemon did not say it follows commits again: {:?}",
+        r.lines()
+    );
+    sb.okfit(
+        &["write", "b", "after.md", "--create", "-c", &direct],
+        Some(b"---\ntype: Metric\ntitle: After\n---\n\n# After\n\nwombatafter\n"),
+    )
+    .expect_code(0);
+    assert!(
+        pg::eventually(|| sb
+            .okfit(&["search", "wombatafter", "-c", &dsn], None)
+            .ok()
+            .lines()
+            .any(|l| l.starts_with("after\t"))),
+        "a commit made after the restart never reached the daemon's reads"
+    );
 }

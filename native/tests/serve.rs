@@ -2367,3 +2367,74 @@ fn many_tenants_stay_within_the_warm_budget() {
         "{most} open files with 8 warm tenants (started with {baseline})"
     );
 }
+
+// ------------------------------------------------------------------------
+// Operations: health, readiness, metrics, request ids
+// ------------------------------------------------------------------------
+
+#[test]
+fn health_readiness_and_metrics_answer_a_load_balancer() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let reader = sb.mint("acme", false);
+    let d = sb.serve_tcp("127.0.0.1", &[]);
+    let auth = bearer(&reader);
+    let r = [("Authorization", auth.as_str())];
+    // Whether the process is up, and ready, needs no token.
+    d.req("GET", "/healthz", &[], b"").expect(200, "ok");
+    assert!(
+        poll(Duration::from_secs(30), || d
+            .req("GET", "/readyz", &[], b"")
+            .status
+            == 200),
+        "never ready: {:?}; {}",
+        d.req("GET", "/readyz", &[], b""),
+        d.stderr()
+    );
+    d.req("GET", "/readyz", &[], b"").expect(200, "ready");
+    // Metrics need a token when the daemon has tokens.
+    d.req("GET", "/metrics", &[], b"")
+        .expect(401, "invalid or missing bearer token");
+    // Every answer carries a request id: the client's when it sent one.
+    let a = d.req("POST", "/v1/search", &r, br#"{"q": "revenue"}"#);
+    a.expect_status(200);
+    let id = a.header("x-request-id").expect("a request id");
+    assert_eq!((id.len(), id.matches('-').count()), (36, 4), "{id}");
+    let b = d.req(
+        "GET",
+        "/v1/manifest",
+        &[r[0], ("x-request-id", "balancer-42")],
+        b"",
+    );
+    assert_eq!(b.header("x-request-id"), Some("balancer-42"));
+    d.req("GET", "/no/such/route", &r, b"").expect_status(404);
+    // A write by a read-only token is a refused change.
+    d.req("PUT", "/v1/source/b/x.md", &r, b"# X\n")
+        .expect_status(403);
+    let m = d.req("GET", "/metrics", &r, b"");
+    m.expect_status(200);
+    assert!(
+        m.header("content-type")
+            .is_some_and(|c| c.starts_with("application/openmetrics-text")),
+        "{m:?}"
+    );
+    let text = m.text();
+    for want in [
+        r#"okfit_http_requests_total{route="/v1/search",method="POST",status="200"} 1"#,
+        r#"okfit_http_requests_total{route="/v1/manifest",method="GET",status="200"} 1"#,
+        r#"okfit_http_requests_total{route="other",method="GET",status="404"} 1"#,
+        r#"okfit_http_request_duration_seconds_count{route="/v1/search"} 1"#,
+        r#"okfit_commits_total{outcome="refused"} 1"#,
+        "okfit_warm_tenants 1",
+        "# EOF",
+    ] {
+        assert!(text.contains(want), "missing {want} in\n{text}");
+    }
+    let documents = text
+        .lines()
+        .find_map(|l| l.strip_prefix("okfit_read_model_documents "))
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(documents.is_some_and(|n| n > 0), "{text}");
+    // No tenant is named in a scrape.
+    assert!(!text.contains("acme"), "{text}");
+}

@@ -6,7 +6,10 @@
 //!
 //! Everything runs through the real binaries in a temporary sandbox with a
 //! cleared environment; stores are real SQLite files under
-//! `<sandbox>/data/tenants/<tenant>/okfit.sqlite`, the MCP server is driven
+//! `<sandbox>/data/tenants/<tenant>/okfit.sqlite`, and the tests marked
+//! `on_both_backends!` run again on a fresh database of the PostgreSQL
+//! test server (`OKFIT_TEST_POSTGRES`, which `./scripts/test.sh` starts;
+//! without it they fail, never skip). The MCP server is driven
 //! by rmcp's client over the child's stdio, and corruption is injected with
 //! the `sqlite3` CLI (or Python's sqlite3 module). The crash test runs a
 //! shell loop of `okfit transact` processes in its own process group and
@@ -17,6 +20,8 @@
 //! §9 (mcp, mcp-commit, history).
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use base64::Engine as _;
 use common::{
@@ -74,15 +79,73 @@ struct Sandbox {
     _dir: tempfile::TempDir,
     root: PathBuf,
     exports: std::sync::atomic::AtomicUsize,
+    /// The `okf+postgres://` base of a fresh database when the tenants
+    /// live in PostgreSQL; `None`: SQLite under `<sandbox>/data`.
+    postgres: Option<String>,
+}
+
+/// Where a test's tenants live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs a test body once per store backend: tests `sqlite` and `postgres`
+/// in a module named after the body.
+macro_rules! on_both_backends {
+    (async $name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await
+            }
+        }
+    };
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(super::Backend::Sqlite)
+            }
+            #[test]
+            fn postgres() {
+                super::$name(super::Backend::Postgres)
+            }
+        }
+    };
 }
 
 impl Sandbox {
     fn new() -> Sandbox {
+        Sandbox::on(Backend::Sqlite)
+    }
+
+    /// A sandbox whose tenants live in `backend` (PostgreSQL: a fresh
+    /// database on the test server).
+    fn on(backend: Backend) -> Sandbox {
         let (dir, root) = common::sandbox_dir("okfit-store-");
         Sandbox {
             _dir: dir,
             root,
             exports: Default::default(),
+            postgres: (backend == Backend::Postgres).then(pg::fresh_database),
+        }
+    }
+
+    fn is_sqlite(&self) -> bool {
+        self.postgres.is_none()
+    }
+
+    /// Whether `tenant` exists (its first write created it).
+    fn has_tenant(&self, tenant: &str) -> bool {
+        match &self.postgres {
+            None => self.db(tenant).exists(),
+            Some(_) => self.store(tenant, &["snapshot"]).code == 0,
         }
     }
 
@@ -102,9 +165,13 @@ impl Sandbox {
         self.tenant_dir(tenant).join("okfit.sqlite")
     }
 
-    /// `okf:///<sandbox>/data?tenant=<tenant>`.
+    /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
+    /// sandbox's PostgreSQL database.
     fn store_dsn(&self, tenant: &str) -> String {
-        format!("okf://{}?tenant={tenant}", self.data())
+        match &self.postgres {
+            None => format!("okf://{}?tenant={tenant}", self.data()),
+            Some(base) => format!("{base}?tenant={tenant}"),
+        }
     }
 
     fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
@@ -130,28 +197,38 @@ impl Sandbox {
         finish(self.command(OKFIT, args), Some(input.to_vec()))
     }
 
-    fn store_args<'a>(&'a self, data: &'a str, tenant: &'a str, args: &[&'a str]) -> Vec<&'a str> {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--data", data, "--tenant", tenant]);
+    /// `args` naming the tenant: `--data <sandbox>/data --tenant
+    /// <tenant>` on SQLite, `-c <connection>` on PostgreSQL.
+    fn store_args(&self, tenant: &str, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        match &self.postgres {
+            None => all.extend([
+                "--data".into(),
+                self.data(),
+                "--tenant".into(),
+                tenant.into(),
+            ]),
+            Some(_) => all.extend(["-c".into(), self.store_dsn(tenant)]),
+        }
         all
     }
 
-    /// `okfit ARGS… --data <sandbox>/data --tenant <tenant>`.
+    /// `okfit ARGS…` on `tenant` (see [`Sandbox::store_args`]).
     fn store(&self, tenant: &str, args: &[&str]) -> Out {
-        let data = self.data();
-        self.okfit(&self.store_args(&data, tenant, args))
+        let all = self.store_args(tenant, args);
+        self.okfit(&all.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// The same with `input` on stdin.
     fn store_in(&self, tenant: &str, args: &[&str], input: &[u8]) -> Out {
-        let data = self.data();
-        self.okfit_in(&self.store_args(&data, tenant, args), input)
+        let all = self.store_args(tenant, args);
+        self.okfit_in(&all.iter().map(String::as_str).collect::<Vec<_>>(), input)
     }
 
     /// The store command as a `Command` (for concurrent runs).
     fn store_command(&self, tenant: &str, args: &[&str]) -> Command {
-        let data = self.data();
-        self.command(OKFIT, &self.store_args(&data, tenant, args))
+        let all = self.store_args(tenant, args);
+        self.command(OKFIT, &all.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// The server command (tokio) with the same clean environment.
@@ -442,9 +519,9 @@ fn del(bundle: &str, path: &str, hash: &str) -> Value {
 // 1. MCP write and delete on a store
 // ------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_write_creates_the_tenant_and_refusals_name_the_hash_to_retry_with() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_write_creates_the_tenant_and_refusals_name_the_hash_to_retry_with);
+async fn mcp_write_creates_the_tenant_and_refusals_name_the_hash_to_retry_with(backend: Backend) {
+    let sb = Sandbox::on(backend);
     assert!(!sb.path("data").exists());
     let c = connect(&sb, &[&sb.store_dsn("acme")]).await;
 
@@ -468,18 +545,20 @@ async fn mcp_write_creates_the_tenant_and_refusals_name_the_hash_to_retry_with()
     assert_eq!(snapshot_tool(&c).await, (s1.clone(), 1));
 
     // The tenant exists, alone, with one revision and no sources.json.
-    assert!(sb.db("acme").is_file(), "the tenant's database exists");
-    let tenants: Vec<String> = std::fs::read_dir(sb.path("data/tenants"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(tenants, ["acme"], "no other tenant is created");
-    let everywhere: Vec<String> = tree_bytes(&sb.root)
-        .into_iter()
-        .map(|(p, _)| p)
-        .filter(|p| p.ends_with("sources.json"))
-        .collect();
-    assert!(everywhere.is_empty(), "no sources.json: {everywhere:?}");
+    if sb.is_sqlite() {
+        assert!(sb.db("acme").is_file(), "the tenant's database exists");
+        let tenants: Vec<String> = std::fs::read_dir(sb.path("data/tenants"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(tenants, ["acme"], "no other tenant is created");
+        let everywhere: Vec<String> = tree_bytes(&sb.root)
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| p.ends_with("sources.json"))
+            .collect();
+        assert!(everywhere.is_empty(), "no sources.json: {everywhere:?}");
+    }
     let hist = blocking(|| sb.history_all("acme"));
     assert_eq!(hist.len(), 1, "one write, one revision: {hist:?}");
     assert_eq!(hist[0]["snapshot"], json!(s1));
@@ -554,9 +633,11 @@ async fn mcp_write_creates_the_tenant_and_refusals_name_the_hash_to_retry_with()
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_write_reports_findings_for_the_written_file_only_and_refuses_bad_names() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_write_reports_findings_for_the_written_file_only_and_refuses_bad_names);
+async fn mcp_write_reports_findings_for_the_written_file_only_and_refuses_bad_names(
+    backend: Backend,
+) {
+    let sb = Sandbox::on(backend);
     let c = connect(&sb, &[&sb.store_dsn("acme")]).await;
     let t = text(
         &c,
@@ -673,9 +754,9 @@ async fn mcp_write_reports_findings_for_the_written_file_only_and_refuses_bad_na
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_delete_needs_the_hash_and_the_last_concept_takes_its_bundle_along() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_delete_needs_the_hash_and_the_last_concept_takes_its_bundle_along);
+async fn mcp_delete_needs_the_hash_and_the_last_concept_takes_its_bundle_along(backend: Backend) {
+    let sb = Sandbox::on(backend);
     let c = connect(&sb, &[&sb.store_dsn("acme")]).await;
     let first = concept("First", "one");
     let second = concept("Second", "two");
@@ -784,9 +865,11 @@ async fn mcp_delete_needs_the_hash_and_the_last_concept_takes_its_bundle_along()
 // 2. The database tools over MCP
 // ------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_database_tools_are_listed_in_order_and_checked_against_their_schemas() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_database_tools_are_listed_in_order_and_checked_against_their_schemas);
+async fn mcp_database_tools_are_listed_in_order_and_checked_against_their_schemas(
+    backend: Backend,
+) {
+    let sb = Sandbox::on(backend);
     let dsn = sb.store_dsn("acme");
     let plain = connect(&sb, &[&dsn]).await;
     assert_eq!(tool_names(&plain).await, DATABASE_SERVER_TOOLS[..6]);
@@ -836,12 +919,18 @@ async fn mcp_database_tools_are_listed_in_order_and_checked_against_their_schema
     .await;
     assert!(m.contains("tool restore"), "{m}");
     assert!(!sb.path("data").exists(), "schema refusals write nothing");
+    assert!(
+        !blocking(|| sb.has_tenant("acme")),
+        "schema refusals create no tenant"
+    );
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_transact_is_all_or_nothing_and_checks_targets_and_the_expected_revision() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_transact_is_all_or_nothing_and_checks_targets_and_the_expected_revision);
+async fn mcp_transact_is_all_or_nothing_and_checks_targets_and_the_expected_revision(
+    backend: Backend,
+) {
+    let sb = Sandbox::on(backend);
     let c = connect(&sb, &[&sb.store_dsn("acme"), "--database-tools"]).await;
     let a = concept("Alpha", "a body");
     let b = concept("Beta", "b body");
@@ -941,9 +1030,9 @@ async fn mcp_transact_is_all_or_nothing_and_checks_targets_and_the_expected_revi
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_history_pages_stably_and_gc_expires_cursors_and_pruned_revisions() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_history_pages_stably_and_gc_expires_cursors_and_pruned_revisions);
+async fn mcp_history_pages_stably_and_gc_expires_cursors_and_pruned_revisions(backend: Backend) {
+    let sb = Sandbox::on(backend);
     let c = connect(&sb, &[&sb.store_dsn("acme"), "--database-tools"]).await;
     let mut revs = vec![];
     for i in 1..=5 {
@@ -1051,9 +1140,9 @@ async fn mcp_history_pages_stably_and_gc_expires_cursors_and_pruned_revisions() 
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_restore_reproduces_exact_sources_as_a_new_revision() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_restore_reproduces_exact_sources_as_a_new_revision);
+async fn mcp_restore_reproduces_exact_sources_as_a_new_revision(backend: Backend) {
+    let sb = Sandbox::on(backend);
     let c = connect(&sb, &[&sb.store_dsn("acme"), "--database-tools"]).await;
     let crlf = "---\r\ntype: Note\r\ntitle: Line endings\r\n---\r\n# Line endings\r\n\r\nfirst line\r\nsecond line\r\n";
     let kanji = "---\ntype: Note\ntitle: 漢字\n---\n# 漢字\n\n漢字のテキストと絵文字 🦀。\n";
@@ -1349,13 +1438,17 @@ fn batch_of(id: &str) -> u64 {
 }
 
 #[cfg(unix)]
-#[test]
-fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_of_one() {
+on_both_backends!(
+    sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_of_one
+);
+fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_of_one(
+    backend: Backend,
+) {
     use std::collections::{BTreeMap, BTreeSet};
     use std::os::unix::process::CommandExt;
     const KILLS: usize = 24;
     let started = Instant::now();
-    let sb = Sandbox::new();
+    let sb = Sandbox::on(backend);
     let tenant = "crash";
     // Every batch creates PER_BATCH documents carrying its number: the
     // child fills the number into this template.
@@ -1374,7 +1467,7 @@ fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_o
     let template = sb.write("batch.json", json!({ "changes": changes }).to_string());
     let script = sb.write(
         "child.sh",
-        "i=$1\nwhile :; do\n  n=$(printf %07d \"$i\")\n  out=$(sed \"s/@N@/$n/g\" \"$TEMPLATE\" | \"$OKFIT\" transact --data \"$DATA\" --tenant crash) || { echo \"failed $n\"; exit 1; }\n  rev=${out#*\\\"revision\\\":\\\"}\n  rev=${rev%%\\\"*}\n  echo \"acked $n $rev\"\n  i=$((i+1))\ndone\n",
+        "i=$1\nwhile :; do\n  n=$(printf %07d \"$i\")\n  out=$(sed \"s/@N@/$n/g\" \"$TEMPLATE\" | \"$OKFIT\" transact -c \"$CONN\") || { echo \"failed $n\"; exit 1; }\n  rev=${out#*\\\"revision\\\":\\\"}\n  rev=${rev%%\\\"*}\n  echo \"acked $n $rev\"\n  i=$((i+1))\ndone\n",
     );
 
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -1391,7 +1484,7 @@ fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_o
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", sb.path("home"))
             .env("OKFIT", OKFIT)
-            .env("DATA", sb.data())
+            .env("CONN", sb.store_dsn(tenant))
             .env("TEMPLATE", &template)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -1438,7 +1531,7 @@ fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_o
             acked.push((n, rev));
         }
 
-        if !sb.db(tenant).exists() {
+        if !sb.has_tenant(tenant) {
             continue;
         }
         // The store verifies, and every acknowledged revision is there.
@@ -1503,10 +1596,10 @@ fn sigkill_at_random_moments_never_loses_an_acknowledged_commit_nor_shows_half_o
 // 5. Racing writers
 // ------------------------------------------------------------------------
 
-#[test]
-fn of_two_writers_replacing_the_same_hash_exactly_one_wins() {
+on_both_backends!(of_two_writers_replacing_the_same_hash_exactly_one_wins);
+fn of_two_writers_replacing_the_same_hash_exactly_one_wins(backend: Backend) {
     const ROUNDS: usize = 50;
-    let sb = Sandbox::new();
+    let sb = Sandbox::on(backend);
     let t = "race";
     let base = concept("Contested", "round 0");
     sb.store_in(t, &["write", "r", "doc.md", "--create"], base.as_bytes())
@@ -1593,9 +1686,9 @@ fn of_two_writers_replacing_the_same_hash_exactly_one_wins() {
 // 6. CLI store commands and folder connections
 // ------------------------------------------------------------------------
 
-#[test]
-fn cli_write_and_delete_need_an_explicit_mode_and_refuse_with_the_hash() {
-    let sb = Sandbox::new();
+on_both_backends!(cli_write_and_delete_need_an_explicit_mode_and_refuse_with_the_hash);
+fn cli_write_and_delete_need_an_explicit_mode_and_refuse_with_the_hash(backend: Backend) {
+    let sb = Sandbox::on(backend);
     let t = "acme";
     let mode = "error: a write needs --replaces <hash> to update, --create for a new concept, or --force to overwrite whatever is there\n";
     for extra in [&[][..], &["--create", "--force"][..]] {

@@ -1,7 +1,8 @@
 //! okfit-store: the native ground floor. Typed errors, files reached
 //! without following links, the bundle walk, config discovery, connection
-//! strings, git provenance, the folder watcher and the live view of a folder, the SQLite store and the
-//! domain of a write. Nothing here knows about knowledge views, tools,
+//! strings, git provenance, the folder watcher and the live view of a
+//! folder, the SQLite and PostgreSQL stores, the roots TLS clients trust
+//! and the domain of a write. Nothing here knows about knowledge views, tools,
 //! MCP or HTTP.
 
 #![warn(missing_docs)]
@@ -17,6 +18,7 @@ pub mod git;
 pub mod live;
 pub mod postgres;
 pub mod sqlite;
+pub mod tls;
 pub mod walk;
 pub mod watch;
 

@@ -145,8 +145,15 @@ pub type Changed = (Option<Head>, Vec<(String, String)>, Vec<DocRow>);
 
 /// Where and how a tenant's documents are kept.
 pub trait Storage: Send {
-    /// The newest revision, if any.
+    /// The newest revision, if any. A store that follows commit
+    /// announcements may answer from the last one it received, a few
+    /// milliseconds behind another process's commit.
     fn head(&self) -> Result<Option<Head>, Error>;
+    /// The newest revision as the store has it now, never from an
+    /// announcement: what a commit's preconditions are checked against.
+    fn head_now(&self) -> Result<Option<Head>, Error> {
+        self.head()
+    }
     /// The head and every current document, read in one snapshot.
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error>;
     /// The head and the current rows of documents changed after revision

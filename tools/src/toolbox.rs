@@ -44,6 +44,11 @@ impl Toolbox {
             Some(c) => Some(Arc::new(Knowledge::open(c)?)),
             None => None,
         };
+        // A server lives long: reads learn of commits from the store's
+        // announcements instead of asking for the head each time.
+        if let Some((at, _)) = fixed.as_ref().and_then(|k| k.dsn().store()) {
+            at.follow_commits();
+        }
         let live_start = match fixed.as_ref().map(|k| k.dsn()) {
             Some(okfit_store::dsn::Dsn::Folder { path }) => path.clone(),
             _ => start,

@@ -180,6 +180,8 @@ fn main() -> ExitCode {
         "session.json",
         "npx.json",
         "wasm.json",
+        "reads-during-commits.json",
+        "replicas.json",
     ] {
         let _ = std::fs::remove_file(suite.join(f));
     }
@@ -421,6 +423,16 @@ fn main() -> ExitCode {
                 bin("okfit-bench-reads-during-commits"),
                 s("--json"),
                 json("reads-during-commits.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "replicas and many tenants",
+            &[
+                bin("okfit-bench-replicas"),
+                s("--json"),
+                json("replicas.json"),
             ],
         );
         run(

@@ -22,11 +22,26 @@ pub fn server() -> String {
     })
 }
 
+/// The test server's cluster folder (`OKFIT_TEST_PGDIR`): `tls/ca.pem`
+/// is the CA of its certificate.
+pub fn cluster() -> PathBuf {
+    PathBuf::from(std::env::var_os("OKFIT_TEST_PGDIR").unwrap_or_else(|| {
+        panic!("OKFIT_TEST_PGDIR is not set: run ./scripts/test.sh, which starts the test server and names its folder")
+    }))
+}
+
 static DATABASES: AtomicUsize = AtomicUsize::new(0);
 
 /// A new empty database on the test server, as an `okf+postgres://` base
-/// (append `?tenant=…`).
+/// (append `?tenant=…`). Safe to call from async tests: the blocking client
+/// runs on a thread of its own.
 pub fn fresh_database() -> String {
+    std::thread::spawn(create_database)
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+fn create_database() -> String {
     let base = server();
     let name = format!(
         "okfit_t{}_{}",
@@ -61,12 +76,33 @@ impl Sandbox {
     pub fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
         common::run(common::sandboxed(OKFIT, &self.root, args), input, HANG)
     }
+
+    /// `okfit args` with one more environment variable.
+    pub fn okfit_with(&self, var: (&str, &Path), args: &[&str]) -> Out {
+        let mut c = common::sandboxed(OKFIT, &self.root, args);
+        c.env(var.0, var.1);
+        common::run(c, None, HANG)
+    }
 }
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/kb-native")
         .join(name)
+}
+
+/// Whether `f` holds within 5 s, tried every 10 ms.
+pub fn eventually(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if f() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The current hash of b/doc.md from `okfit export`.
@@ -158,6 +194,37 @@ impl Replica {
 
     pub fn dsn(&self, tenant: &str) -> String {
         format!("okf+unix://{}?tenant={tenant}", self.socket.display())
+    }
+
+    /// `GET path` on the replica's socket: the status and the body.
+    pub fn get(&self, path: &str) -> (u16, String) {
+        use std::io::{Read as _, Write as _};
+        let mut s = std::os::unix::net::UnixStream::connect(&self.socket).expect("connect");
+        s.set_read_timeout(Some(HANG)).expect("timeout");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: okfit\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut raw = vec![];
+        s.read_to_end(&mut raw).expect("answer");
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let status = raw
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = raw.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (status, body.to_string())
+    }
+
+    /// The value of the first metric line starting with `prefix`.
+    pub fn metric(&self, prefix: &str) -> Option<f64> {
+        let (_, body) = self.get("/metrics");
+        body.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
     }
 }
 

@@ -12,8 +12,18 @@
 //!
 //! A commit advances the tenant's head with `UPDATE … WHERE head = $base`
 //! in the same transaction that writes its rows (no row updated: another
-//! commit won), and announces `tenant:seq` on the `okfit_commits` channel
-//! for replicas that keep read models warm.
+//! commit won), and announces `id:seq:revision` on the `okfit_commits`
+//! channel. A long-lived process follows those announcements
+//! ([`follow_commits`]) so its reads learn of other replicas' commits
+//! without asking for the head each time.
+
+mod listen;
+mod pool;
+mod schema;
+mod tls;
+
+pub use pool::{connect, shown, PoolUse};
+pub use schema::migrate;
 
 use crate::error::Error;
 use crate::sqlite::{
@@ -22,211 +32,48 @@ use crate::sqlite::{
 };
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
-use postgres::{Client, GenericClient, NoTls, Row, Transaction};
+use pool::{pg_err, Conn, Pool};
+use postgres::{Client, GenericClient, Row, Transaction};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// The channel commits are announced on, with payload `tenant:seq`.
 pub const CHANNEL: &str = "okfit_commits";
 
-/// The migrations, in order; `okfit_migrations` records which ran.
-const MIGRATIONS: &[&str] = &["
-CREATE TABLE okfit_tenants(
-  id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, head BIGINT NOT NULL DEFAULT 0,
-  compiler TEXT NOT NULL);
-CREATE TABLE okfit_blobs(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), hash TEXT NOT NULL,
-  bytes BYTEA NOT NULL, PRIMARY KEY(tenant, hash));
-CREATE TABLE okfit_docs(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), slot INTEGER NOT NULL,
-  bundle TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL, len DOUBLE PRECISION NOT NULL,
-  compiled TEXT NOT NULL, PRIMARY KEY(tenant, slot), UNIQUE(tenant, bundle, path));
-CREATE TABLE okfit_doc_terms(tenant BIGINT NOT NULL, slot INTEGER NOT NULL, terms BYTEA NOT NULL,
-  PRIMARY KEY(tenant, slot));
-CREATE TABLE okfit_terms(id BIGSERIAL PRIMARY KEY, term TEXT NOT NULL UNIQUE);
-CREATE TABLE okfit_postings(tenant BIGINT NOT NULL, term BIGINT NOT NULL, slot INTEGER NOT NULL,
-  tf REAL NOT NULL, PRIMARY KEY(tenant, term, slot));
-CREATE TABLE okfit_revisions(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id), seq BIGINT NOT NULL,
-  revision TEXT NOT NULL, parent TEXT, snapshot TEXT NOT NULL, created TEXT NOT NULL,
-  concepts BIGINT NOT NULL, bundles TEXT NOT NULL, PRIMARY KEY(tenant, seq),
-  UNIQUE(tenant, revision));
-CREATE TABLE okfit_changes(tenant BIGINT NOT NULL, seq BIGINT NOT NULL, bundle TEXT NOT NULL,
-  path TEXT NOT NULL, old TEXT, new TEXT, PRIMARY KEY(tenant, seq, bundle, path));
-"];
-
-/// The lock key migrations run under (any constant shared by replicas).
-const MIGRATION_LOCK: i64 = 0x006f_6b66_6974;
-
-fn pg_err(e: postgres::Error) -> Error {
-    // A lost connection or a server shutting down is unavailability; the
-    // caller may retry.
-    if e.is_closed() || e.as_db_error().is_none() && e.code().is_none() {
-        return Error::Store(format!("postgresql: {e}"));
-    }
-    match e.code() {
-        Some(c)
-            if *c == postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
-                || *c == postgres::error::SqlState::UNIQUE_VIOLATION =>
-        {
-            Error::Conflict("database changed: re-read the revision and document hashes".into())
-        }
-        _ => Error::Store(format!("postgresql: {e}")),
-    }
+/// Follows the commits announced on the database of `url` for the rest of
+/// the process (once per database): reads then learn other processes'
+/// heads from the announcements instead of asking each time. For daemons
+/// and servers; a one-shot command has no use for it.
+pub fn follow_commits(url: &str) {
+    Pool::of(url).follow();
 }
 
-/// Applies the migrations not yet recorded.
-pub fn migrate(client: &mut Client) -> Result<(), Error> {
-    let mut tx = client.transaction().map_err(pg_err)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .map_err(pg_err)?;
-    tx.batch_execute(
-        "CREATE TABLE IF NOT EXISTS okfit_migrations(version INTEGER PRIMARY KEY,
-           applied TIMESTAMPTZ NOT NULL DEFAULT now())",
-    )
-    .map_err(pg_err)?;
-    let done: i32 = tx
-        .query_one(
-            "SELECT COALESCE(MAX(version), 0) FROM okfit_migrations",
-            &[],
-        )
-        .map_err(pg_err)?
-        .get(0);
-    if done as usize > MIGRATIONS.len() {
-        return Err(Error::Store(format!(
-            "postgresql: schema version {done} is newer than this okfit understands; upgrade okfit"
-        )));
-    }
-    for (i, m) in MIGRATIONS.iter().enumerate().skip(done as usize) {
-        tx.batch_execute(m).map_err(pg_err)?;
-        tx.execute(
-            "INSERT INTO okfit_migrations(version) VALUES ($1)",
-            &[&(i as i32 + 1)],
+/// Up to `limit` tenants of the database at `url`, most recently committed
+/// to first.
+pub fn recent_tenants(url: &str, limit: usize) -> Result<Vec<String>, Error> {
+    let pool = Pool::of(url);
+    let rows = pool
+        .lend()?
+        .query(
+            "SELECT t.name FROM okfit_tenants t
+               LEFT JOIN okfit_revisions r ON r.tenant = t.id AND r.seq = t.head
+              ORDER BY r.created DESC NULLS LAST, t.id DESC LIMIT $1",
+            &[&(limit as i64)],
         )
         .map_err(pg_err)?;
-    }
-    tx.commit().map_err(pg_err)
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// `url` as messages show it: no password, no parameters.
-pub fn shown(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.to_string()
-        }
-        Err(_) => "the PostgreSQL database".into(),
-    }
+/// Whether the database at `url` answers a query now.
+pub fn ping(url: &str) -> Result<(), Error> {
+    let pool = Pool::of(url);
+    pool.lend()?.simple_query("SELECT 1").map_err(pg_err)?;
+    Ok(())
 }
 
-/// Connects to `url`, a `postgres://` connection string. `sslmode`
-/// `disable` and `prefer` connect in the clear; TLS is not spoken yet.
-pub fn connect(url: &str) -> Result<Client, Error> {
-    let config: postgres::Config = url
-        .parse()
-        .map_err(|e| Error::Usage(format!("invalid postgresql connection string ({e})")))?;
-    match config.get_ssl_mode() {
-        postgres::config::SslMode::Disable | postgres::config::SslMode::Prefer => {
-            config.connect(NoTls).map_err(pg_err)
-        }
-        _ => Err(Error::Usage(
-            "sslmode=require needs TLS, which this build does not speak to PostgreSQL yet: use sslmode=disable on a trusted network".into(),
-        )),
-    }
-}
-
-/// Idle connections kept per database.
-const IDLE: usize = 16;
-
-/// The connections to one database, shared by every tenant this process
-/// opens over it. A connection the server closed (a restart, a failover)
-/// is dropped instead of returned, so the next use connects afresh; the
-/// first success after a failure says so on stderr.
-struct Pool {
-    url: String,
-    idle: Mutex<Vec<Client>>,
-    migrated: OnceLock<()>,
-    lost: AtomicBool,
-}
-
-impl Pool {
-    /// The pool of `url` (made on first use).
-    fn of(url: &str) -> Arc<Pool> {
-        static POOLS: OnceLock<Mutex<HashMap<String, Arc<Pool>>>> = OnceLock::new();
-        let mut pools = POOLS
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        pools
-            .entry(url.to_string())
-            .or_insert_with(|| {
-                Arc::new(Pool {
-                    url: url.to_string(),
-                    idle: Mutex::new(vec![]),
-                    migrated: OnceLock::new(),
-                    lost: AtomicBool::new(false),
-                })
-            })
-            .clone()
-    }
-
-    fn take(&self) -> Result<Client, Error> {
-        loop {
-            let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            match idle {
-                Some(c) if c.is_closed() => self.lost.store(true, Ordering::Relaxed),
-                Some(c) => return Ok(c),
-                None => break,
-            }
-        }
-        let mut c = connect(&self.url).inspect_err(|_| self.lost.store(true, Ordering::Relaxed))?;
-        if self.migrated.get().is_none() {
-            migrate(&mut c)?;
-            let _ = self.migrated.set(());
-        }
-        if self.lost.swap(false, Ordering::Relaxed) {
-            eprintln!("okfit: reconnected to PostgreSQL at {}", shown(&self.url));
-        }
-        Ok(c)
-    }
-
-    fn give(&self, c: Client) {
-        if c.is_closed() {
-            self.lost.store(true, Ordering::Relaxed);
-            return;
-        }
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < IDLE {
-            idle.push(c);
-        }
-    }
-}
-
-/// A connection lent by a [`Pool`]; it goes back when dropped.
-struct Conn<'a> {
-    pool: &'a Pool,
-    client: Option<Client>,
-}
-
-impl std::ops::Deref for Conn<'_> {
-    type Target = Client;
-    fn deref(&self) -> &Client {
-        // Present from creation until drop.
-        self.client.as_ref().unwrap_or_else(|| unreachable!())
-    }
-}
-
-impl std::ops::DerefMut for Conn<'_> {
-    fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().unwrap_or_else(|| unreachable!())
-    }
-}
-
-impl Drop for Conn<'_> {
-    fn drop(&mut self) {
-        if let Some(c) = self.client.take() {
-            self.pool.give(c);
-        }
-    }
+/// What each database's pool in this process holds, by database.
+pub fn pool_use() -> Vec<(String, PoolUse)> {
+    Pool::usage()
 }
 
 /// One tenant of the PostgreSQL store. It holds no connection of its own:
@@ -291,10 +138,7 @@ impl PgStore {
     /// a missing tenant is created; without, it is an error naming it.
     pub fn open(url: &str, tenant: &str, create: bool) -> Result<PgStore, Error> {
         let pool = Pool::of(url);
-        let mut client = Conn {
-            client: Some(pool.take()?),
-            pool: &pool,
-        };
+        let mut client = pool.lend()?;
         let find = |c: &mut Client| -> Result<Option<i64>, Error> {
             Ok(
                 c.query_opt("SELECT id FROM okfit_tenants WHERE name = $1", &[&tenant])
@@ -332,10 +176,7 @@ impl PgStore {
     }
 
     fn client(&self) -> Result<Conn<'_>, Error> {
-        Ok(Conn {
-            client: Some(self.pool.take()?),
-            pool: &self.pool,
-        })
+        self.pool.lend()
     }
 
     fn term_id(
@@ -495,7 +336,18 @@ impl PgStore {
 
 impl Storage for PgStore {
     fn head(&self) -> Result<Option<Head>, Error> {
-        head_in(&mut *self.client()?, self.id)
+        if let Some(head) = self.pool.heads.known(self.id) {
+            return Ok(head);
+        }
+        self.head_now()
+    }
+
+    fn head_now(&self) -> Result<Option<Head>, Error> {
+        let heads = &self.pool.heads;
+        let epoch = heads.epoch();
+        let head = head_in(&mut *self.client()?, self.id)?;
+        heads.learn(epoch, self.id, head.clone());
+        Ok(head)
     }
 
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
@@ -584,6 +436,7 @@ impl Storage for PgStore {
     ) -> Result<(Head, RevisionInfo), Error> {
         let id = self.id;
         let mut fresh = NewTerms::new();
+        let epoch = self.pool.heads.epoch();
         let mut guard = self.client()?;
         let mut tx = guard.transaction().map_err(pg_err)?;
         // The head moves first: a concurrent commit on the same base waits
@@ -698,11 +551,16 @@ impl Storage for PgStore {
             )
             .map_err(pg_err)?;
         }
-        let payload = format!("{}:{seq}", self.tenant);
+        let new_head = Head {
+            seq,
+            revision: revision.clone(),
+        };
+        let payload = listen::payload(id, &new_head);
         tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
             .map_err(pg_err)?;
         tx.commit().map_err(pg_err)?;
         drop(guard);
+        self.pool.heads.learn(epoch, id, Some(new_head));
         self.term_ids.extend(fresh);
         Ok(plan.committed(seq, revision, parent))
     }

@@ -1,0 +1,595 @@
+//! `okfit-bench-replicas`: `okfit serve` replicas over one PostgreSQL
+//! database, and one daemon hosting many small tenants on each backend.
+//!
+//! From the workspace root:
+//! `cargo run --release -p okfit-bench --bin okfit-bench-replicas`.
+//!
+//! It builds `okfit`, starts a throwaway PostgreSQL cluster with
+//! `scripts/pg.sh` under `bench/out/replicas/pg` (or uses the server in
+//! `OKFIT_BENCH_POSTGRES`, a `postgres://` URL on which it may create
+//! databases), then:
+//!
+//! 1. **Visibility across replicas.** Two `okfit serve --store` replicas on
+//!    unix sockets over one database, a tenant of 500 concepts of
+//!    Zipf-distributed prose. `--rounds` times, one document is rewritten
+//!    through replica A (a `transact` of one change), and from A's answer
+//!    replica B is asked for it (`get`) back to back until B's answer
+//!    holds the new text. Reported: the time from A's answer to B's first
+//!    answer holding it (p50 / p95 / p99 / max), and how often B's first
+//!    read already held it.
+//! 2. **Many tenants on one daemon**, on SQLite and then on PostgreSQL:
+//!    `--tenants` tenants of 50 short concepts each, written in-process;
+//!    then a daemon with the default warm budget, and every tenant searched
+//!    once in turn (`--passes` times). As the tenants outnumber the budget
+//!    each search opens a cold tenant. Reported: the search latency (p50 /
+//!    p95 / p99), the daemon's peak RSS and its most open file descriptors.
+//!
+//! `--json PATH` also writes the figures as JSON.
+
+use mimalloc::MiMalloc;
+use okfit_bench::prose::Prose;
+use okfit_bench::rng::SplitMix64;
+use okfit_knowledge::Knowledge;
+use okfit_store::change::{sha256_hex, Change, Pre};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+const USAGE: &str =
+    "usage: okfit-bench-replicas [--rounds N] [--tenants N] [--passes N] [--json PATH]
+  --rounds N    commits through one replica read through the other (default 300)
+  --tenants N   tenants of 50 concepts on the many-tenants daemon (default 10000)
+  --passes N    round-robin passes over those tenants (default 1)
+  --json PATH   also write the results as JSON to PATH";
+
+/// Seed of the vocabulary and of every document.
+const SEED: u64 = 7;
+/// Concepts of the visibility tenant.
+const VISIBLE_CONCEPTS: usize = 500;
+/// Concepts of each of the many tenants.
+const SMALL: usize = 50;
+
+struct Opts {
+    rounds: usize,
+    tenants: usize,
+    passes: usize,
+    json: Option<PathBuf>,
+}
+
+/// A child process killed when dropped.
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn root() -> PathBuf {
+    let r = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    std::fs::canonicalize(&r).unwrap_or(r)
+}
+
+fn out_dir() -> PathBuf {
+    root().join("bench").join("out").join("replicas")
+}
+
+fn okfit_bin() -> PathBuf {
+    root().join("target").join("release").join("okfit")
+}
+
+/// Builds the release `okfit` (without the variables `cargo run` set for
+/// this program, which would make every run rebuild it).
+fn build() -> Result<(), String> {
+    let mut build = Command::new(env!("CARGO"));
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_MANIFEST_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "OUT_DIR",
+            ]
+            .contains(&k.as_ref())
+        {
+            build.env_remove(k.as_ref());
+        }
+    }
+    let st = build
+        .args(["build", "--release", "-p", "okfit", "--bins"])
+        .current_dir(root())
+        .status()
+        .map_err(|e| e.to_string())?;
+    st.success()
+        .then_some(())
+        .ok_or_else(|| "cargo build failed".into())
+}
+
+/// The PostgreSQL server: `OKFIT_BENCH_POSTGRES`, or a throwaway cluster
+/// stopped when the guard drops.
+struct Server {
+    url: String,
+    cluster: Option<PathBuf>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.cluster {
+            let _ = Command::new("bash")
+                .arg(root().join("scripts/pg.sh"))
+                .arg("stop")
+                .arg(dir)
+                .status();
+        }
+    }
+}
+
+fn server() -> Result<Server, String> {
+    if let Ok(url) = std::env::var("OKFIT_BENCH_POSTGRES") {
+        return Ok(Server { url, cluster: None });
+    }
+    let dir = out_dir().join("pg");
+    let _ = Command::new("bash")
+        .arg(root().join("scripts/pg.sh"))
+        .arg("stop")
+        .arg(&dir)
+        .status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new("bash")
+        .arg(root().join("scripts/pg.sh"))
+        .arg("start")
+        .arg(&dir)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("scripts/pg.sh: {e}"))?;
+    if !out.status.success() {
+        return Err("scripts/pg.sh start failed".into());
+    }
+    Ok(Server {
+        url: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        cluster: Some(dir),
+    })
+}
+
+/// A new database on the server; its `postgres://` URL.
+fn database(server: &str, name: &str) -> Result<String, String> {
+    let mut c = okfit_store::postgres::connect(server).map_err(|e| e.to_string())?;
+    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .and_then(|_| c.batch_execute(&format!("CREATE DATABASE {name}")))
+        .map_err(|e| format!("create database {name}: {e}"))?;
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    Ok(if query.is_empty() {
+        format!("{base}/{name}")
+    } else {
+        format!("{base}/{name}?{query}")
+    })
+}
+
+/// `okfit serve` on a unix socket of its own; killed when dropped.
+fn serve(data: &Path, store: Option<&str>, socket: &Path) -> Result<Kill, String> {
+    let _ = std::fs::remove_file(socket);
+    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
+    let mut cmd = Command::new(okfit_bin());
+    cmd.args(["serve", "--data"]).arg(data);
+    if let Some(url) = store {
+        cmd.args(["--store", url]);
+    }
+    let mut child = Kill(
+        cmd.arg("--socket")
+            .arg(socket)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", okfit_bin().display()))?,
+    );
+    // Ready once /readyz says so (the read models are warm).
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut http = Http::new(socket);
+    while !matches!(http.call("GET", "/readyz", ""), Ok((200, _))) {
+        if Instant::now() > deadline {
+            return Err("okfit serve did not get ready".into());
+        }
+        if let Ok(Some(st)) = child.0.try_wait() {
+            return Err(format!("okfit serve exited: {st}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(child)
+}
+
+/// A kept-alive HTTP/1.1 connection to a daemon's unix socket.
+struct Http {
+    socket: PathBuf,
+    conn: Option<BufReader<UnixStream>>,
+}
+
+impl Http {
+    fn new(socket: &Path) -> Http {
+        Http {
+            socket: socket.to_path_buf(),
+            conn: None,
+        }
+    }
+
+    /// `method path` with a JSON body; the status and the body.
+    fn call(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
+        if self.conn.is_none() {
+            let s = UnixStream::connect(&self.socket)
+                .map_err(|e| format!("{}: {e}", self.socket.display()))?;
+            self.conn = Some(BufReader::new(s));
+        }
+        let r = self.exchange(method, path, body);
+        if r.is_err() {
+            self.conn = None;
+        }
+        r
+    }
+
+    fn exchange(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
+        let conn = self.conn.as_mut().ok_or("not connected")?;
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: okfit\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let s = conn.get_mut();
+        s.write_all(head.as_bytes())
+            .and_then(|_| s.write_all(body.as_bytes()))
+            .map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        conn.read_line(&mut line).map_err(|e| e.to_string())?;
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or(format!("bad status line {line:?}"))?;
+        let mut length = 0usize;
+        loop {
+            let mut h = String::new();
+            conn.read_line(&mut h).map_err(|e| e.to_string())?;
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().map_err(|_| "bad content-length")?;
+                }
+            }
+        }
+        let mut buf = vec![0; length];
+        conn.read_exact(&mut buf).map_err(|e| e.to_string())?;
+        Ok((status, String::from_utf8_lossy(&buf).into_owned()))
+    }
+}
+
+/// A concept of about `words` words of prose, carrying `mark` in its
+/// description and last line.
+fn concept(prose: &Prose, rng: &mut SplitMix64, title: &str, mark: &str, words: usize) -> String {
+    let mut body = String::new();
+    while body.split_whitespace().count() < words {
+        prose.paragraph(rng, &mut body);
+        body.push_str("\n\n");
+    }
+    format!("---\ntype: Note\ntitle: \"{title}\"\ndescription: \"About {mark}.\"\n---\n\n# {title}\n\n{body}{mark}\n")
+}
+
+/// `sorted[floor(len * q)]`.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
+}
+
+fn latency(mut v: Vec<f64>) -> Value {
+    v.sort_by(f64::total_cmp);
+    json!({
+        "p50": quantile(&v, 0.50),
+        "p95": quantile(&v, 0.95),
+        "p99": quantile(&v, 0.99),
+        "max": v.last().copied().unwrap_or(f64::NAN),
+        "n": v.len(),
+    })
+}
+
+fn peak_rss_mb(pid: u32) -> f64 {
+    okfit_bench::kbdata::peak_rss_mb(Some(pid))
+}
+
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Part 1: a commit through replica A, read through replica B.
+fn visibility(url: &str, rounds: usize) -> Result<Value, String> {
+    let store = database(url, "okfit_bench_replicas")?;
+    let tenant = "vis";
+    let prose = Prose::new(SEED);
+    let mut rng = SplitMix64::new(SEED);
+    let kb = Knowledge::open(&format!(
+        "{}?tenant={tenant}",
+        store.replacen("postgres://", "okf+postgres://", 1)
+    ))
+    .map_err(|e| e.to_string())?;
+    let changes: Vec<Change> = (0..VISIBLE_CONCEPTS)
+        .map(|i| Change {
+            bundle: "notes".into(),
+            path: format!("n{i:04}.md"),
+            content: Some(
+                concept(
+                    &prose,
+                    &mut rng,
+                    &format!("Note {i}"),
+                    &format!("seed{i}"),
+                    400,
+                )
+                .into_bytes(),
+            ),
+            pre: Pre::Any,
+        })
+        .collect();
+    kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
+    drop(kb);
+    let dir = out_dir().join("visibility");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (sa, sb) = (dir.join("a.sock"), dir.join("b.sock"));
+    let a = serve(&dir.join("a"), Some(&store), &sa)?;
+    let b = serve(&dir.join("b"), Some(&store), &sb)?;
+    let (mut via_a, mut via_b) = (Http::new(&sa), Http::new(&sb));
+    let get = json!({"ids": ["v"]}).to_string();
+    // Warm both read models.
+    for h in [&mut via_a, &mut via_b] {
+        h.call("POST", &format!("/v1/{tenant}/search"), r#"{"q": "note"}"#)?;
+    }
+    let mut hash: Option<String> = None;
+    let mut waits = vec![];
+    let mut first_read = 0usize;
+    let mut reads = 0usize;
+    for i in 0..rounds {
+        let mark = format!("visible{i}x");
+        let text = concept(&prose, &mut rng, "Visible", &mark, 120);
+        let mut change =
+            json!({"operation": "write", "bundle": "notes", "path": "v.md", "content": text});
+        if let Some(h) = &hash {
+            change["replaces"] = json!(h);
+        }
+        let body = json!({ "changes": [change] }).to_string();
+        let (status, answer) = via_a.call("POST", &format!("/v1/{tenant}/transact"), &body)?;
+        if status != 200 {
+            return Err(format!("transact through A: {status} {answer}"));
+        }
+        let acked = Instant::now();
+        hash = Some(sha256_hex(text.as_bytes()));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (status, got) = via_b.call("POST", &format!("/v1/{tenant}/get"), &get)?;
+            if status == 200 && got.contains(&mark) {
+                break;
+            }
+            if acked.elapsed() > Duration::from_secs(10) {
+                return Err(format!("round {i}: replica B never showed the commit"));
+            }
+        }
+        waits.push(acked.elapsed().as_secs_f64() * 1e3);
+        reads += tries;
+        if tries == 1 {
+            first_read += 1;
+        }
+    }
+    let v = json!({
+        "concepts": VISIBLE_CONCEPTS,
+        "rounds": rounds,
+        "visible_ms": latency(waits),
+        "first_read_share": first_read as f64 / rounds as f64,
+        "reads_per_round": reads as f64 / rounds as f64,
+        "replica_rss_mb": [peak_rss_mb(a.0.id()), peak_rss_mb(b.0.id())],
+    });
+    drop((a, b));
+    Ok(v)
+}
+
+/// Writes `tenants` tenants of [`SMALL`] concepts through `dsn(t)`, on two
+/// threads.
+fn seed_tenants(tenants: usize, dsn: &(dyn Fn(usize) -> String + Sync)) -> Result<f64, String> {
+    let started = Instant::now();
+    let prose = Prose::new(SEED);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Result<(), String> {
+        loop {
+            let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if t >= tenants {
+                return Ok(());
+            }
+            let mut rng = SplitMix64::stream(SEED, t as u64, 3);
+            let changes: Vec<Change> = (0..SMALL)
+                .map(|i| Change {
+                    bundle: "kb".into(),
+                    path: format!("c{i:02}.md"),
+                    content: Some(
+                        concept(
+                            &prose,
+                            &mut rng,
+                            &format!("Concept {i}"),
+                            &format!("t{t}c{i}"),
+                            60,
+                        )
+                        .into_bytes(),
+                    ),
+                    pre: Pre::Any,
+                })
+                .collect();
+            let kb = Knowledge::open(&dsn(t)).map_err(|e| e.to_string())?;
+            kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
+            if (t + 1).is_multiple_of(1000) {
+                eprintln!("  {} tenants written", t + 1);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2).map(|_| s.spawn(work)).collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a writer panicked".into())))
+            .collect::<Result<Vec<()>, String>>()
+    })?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Part 2 on one backend: `store` `None` is SQLite under the data folder.
+fn many_tenants(o: &Opts, url: Option<&str>) -> Result<Value, String> {
+    let backend = if url.is_some() { "postgres" } else { "sqlite" };
+    let dir = out_dir().join(format!("tenants-{backend}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.join("data");
+    let store = match url {
+        Some(u) => Some(database(u, "okfit_bench_tenants")?),
+        None => None,
+    };
+    let dsn = |t: usize| match &store {
+        Some(s) => format!(
+            "{}?tenant=t{t}",
+            s.replacen("postgres://", "okf+postgres://", 1)
+        ),
+        None => format!("okf://{}?tenant=t{t}", data.display()),
+    };
+    eprintln!(
+        "{backend}: writing {} tenants of {SMALL} concepts",
+        o.tenants
+    );
+    let seeded = seed_tenants(o.tenants, &dsn)?;
+    let socket = dir.join("okfit.sock");
+    let started = Instant::now();
+    let d = serve(&data, store.as_deref(), &socket)?;
+    let ready_s = started.elapsed().as_secs_f64();
+    let pid = d.0.id();
+    let mut http = Http::new(&socket);
+    let mut ms = vec![];
+    let mut most_files = open_files(pid);
+    let mut errors = 0;
+    for pass in 0..o.passes {
+        for t in 0..o.tenants {
+            let body = json!({"q": format!("t{t}c{} concept", (t + pass) % SMALL)}).to_string();
+            let began = Instant::now();
+            let (status, got) = http.call("POST", &format!("/v1/t{t}/search"), &body)?;
+            ms.push(began.elapsed().as_secs_f64() * 1e3);
+            if status != 200 || !got.contains("Concept") {
+                errors += 1;
+            }
+            if t.is_multiple_of(100) {
+                most_files = most_files.max(open_files(pid));
+            }
+        }
+    }
+    most_files = most_files.max(open_files(pid));
+    let v = json!({
+        "backend": backend,
+        "tenants": o.tenants,
+        "concepts_each": SMALL,
+        "passes": o.passes,
+        "seed_s": seeded,
+        "ready_s": ready_s,
+        "search_ms": latency(ms),
+        "errors": errors,
+        "daemon_rss_mb": peak_rss_mb(pid),
+        "daemon_open_files": most_files,
+    });
+    drop(d);
+    Ok(v)
+}
+
+fn print_latency(label: &str, v: &Value) {
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "{label}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)",
+        f("p50"),
+        f("p95"),
+        f("p99"),
+        f("max"),
+        v["n"]
+    );
+}
+
+fn run(o: &Opts) -> Result<(), String> {
+    build()?;
+    std::fs::create_dir_all(out_dir()).map_err(|e| e.to_string())?;
+    let pg = server()?;
+    let vis = visibility(&pg.url, o.rounds)?;
+    print_latency(
+        "a commit through replica A, shown by replica B",
+        &vis["visible_ms"],
+    );
+    println!(
+        "  B's first read already showed it in {:.0}% of rounds",
+        vis["first_read_share"].as_f64().unwrap_or(0.0) * 100.0
+    );
+    let mut tenants = vec![];
+    for url in [None, Some(pg.url.as_str())] {
+        let v = many_tenants(o, url)?;
+        let mut line = String::new();
+        let _ = write!(
+            line,
+            "{} tenants on {}: daemon peak RSS {:.1} MB, at most {} open files, ready in {:.1} s",
+            v["tenants"],
+            v["backend"].as_str().unwrap_or(""),
+            v["daemon_rss_mb"].as_f64().unwrap_or(f64::NAN),
+            v["daemon_open_files"],
+            v["ready_s"].as_f64().unwrap_or(f64::NAN),
+        );
+        println!("{line}");
+        print_latency("  each search of a cold tenant", &v["search_ms"]);
+        tenants.push(v);
+    }
+    if let Some(p) = &o.json {
+        let v = json!({"visibility": vis, "tenants": tenants});
+        std::fs::write(p, serde_json::to_string_pretty(&v).unwrap_or_default())
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn parse() -> Result<Option<Opts>, String> {
+    let mut o = Opts {
+        rounds: 300,
+        tenants: 10_000,
+        passes: 1,
+        json: None,
+    };
+    let Some(flags) = okfit_bench::kbdata::flag_values()? else {
+        return Ok(None);
+    };
+    for (flag, value) in flags {
+        match flag.as_str() {
+            "--rounds" => o.rounds = okfit_bench::kbdata::positive(&flag, &value)?,
+            "--tenants" => o.tenants = okfit_bench::kbdata::positive(&flag, &value)?,
+            "--passes" => o.passes = okfit_bench::kbdata::positive(&flag, &value)?,
+            "--json" => o.json = Some(PathBuf::from(value)),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    Ok(Some(o))
+}
+
+fn main() -> ExitCode {
+    let o = match okfit_bench::kbdata::parsed(parse(), USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    match run(&o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
