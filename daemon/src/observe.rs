@@ -86,7 +86,8 @@ pub async fn observe(State(daemon): State<Arc<Daemon>>, req: Request, next: Next
     }
     span.in_scope(|| {
         let ms = took.as_secs_f64() * 1000.0;
-        if status >= 500 {
+        // A replica not ready yet is no fault.
+        if status >= 500 && route != "/readyz" {
             tracing::warn!(status, ms, "answered");
         } else {
             tracing::debug!(status, ms, "answered");

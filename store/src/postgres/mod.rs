@@ -179,24 +179,54 @@ impl PgStore {
         self.pool.lend()
     }
 
-    fn term_id(
+    /// Makes sure `fresh` or `cache` holds the id of every term of
+    /// `terms`, inserting the terms the database lacks: one round trip for
+    /// all of them. The terms go in sorted, so two commits adding the same
+    /// new terms take their locks in one order and never deadlock.
+    fn learn_terms<'t>(
         tx: &mut Transaction<'_>,
         cache: &HashMap<String, i64>,
         fresh: &mut NewTerms,
-        term: &str,
-    ) -> Result<i64, Error> {
-        if let Some(id) = cache.get(term).or_else(|| fresh.get(term)) {
-            return Ok(*id);
+        terms: impl IntoIterator<Item = &'t str>,
+    ) -> Result<(), Error> {
+        let mut missing: Vec<&str> = terms
+            .into_iter()
+            .filter(|t| !cache.contains_key(*t) && !fresh.contains_key(*t))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
         }
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO okfit_terms(term) VALUES ($1) ON CONFLICT (term) DO UPDATE SET term = excluded.term RETURNING id",
-                &[&term],
+        missing.sort_unstable();
+        missing.dedup();
+        tx.execute(
+            "INSERT INTO okfit_terms(term) SELECT t FROM UNNEST($1::TEXT[]) AS u(t)
+             ON CONFLICT (term) DO NOTHING",
+            &[&missing],
+        )
+        .map_err(pg_err)?;
+        for r in tx
+            .query(
+                "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
+                &[&missing],
             )
             .map_err(pg_err)?
-            .get(0);
-        fresh.insert(term.to_string(), id);
-        Ok(id)
+        {
+            fresh.insert(r.get(1), r.get(0));
+        }
+        Ok(())
+    }
+
+    /// The id of a term [`PgStore::learn_terms`] made known.
+    fn known_term(
+        cache: &HashMap<String, i64>,
+        fresh: &NewTerms,
+        term: &str,
+    ) -> Result<i64, Error> {
+        cache
+            .get(term)
+            .or_else(|| fresh.get(term))
+            .copied()
+            .ok_or_else(|| Error::Store(format!("postgresql: no id for the term {term:?}")))
     }
 
     /// Brings a slot's postings from its stored terms to `new`, touching
@@ -221,13 +251,22 @@ impl PgStore {
         let a = old.as_ref().map_or(&empty, |t| &t.terms);
         let b = new.map_or(&empty, |t| &t.terms);
         let (old_terms, new_terms) = term_changes(a, b);
+        Self::learn_terms(
+            tx,
+            &self.term_ids,
+            fresh,
+            old_terms
+                .iter()
+                .copied()
+                .chain(new_terms.iter().map(|(t, _)| *t)),
+        )?;
         let mut gone: Vec<i64> = vec![];
         for t in old_terms {
-            gone.push(Self::term_id(tx, &self.term_ids, fresh, t)?);
+            gone.push(Self::known_term(&self.term_ids, fresh, t)?);
         }
         let mut put: Vec<(i64, f32)> = vec![];
         for (t, tf) in new_terms {
-            put.push((Self::term_id(tx, &self.term_ids, fresh, t)?, tf));
+            put.push((Self::known_term(&self.term_ids, fresh, t)?, tf));
         }
         if !gone.is_empty() {
             tx.execute(
@@ -419,8 +458,10 @@ impl Storage for PgStore {
         Ok(self
             .client()?
             .query(
-                "SELECT p.slot, p.tf FROM okfit_postings p JOIN okfit_terms t ON t.id = p.term
-                  WHERE p.tenant = $1 AND t.term = $2",
+                // The term's id first, then the (tenant, term) range of the
+                // primary key, whatever the planner's statistics say.
+                "SELECT slot, tf FROM okfit_postings
+                  WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = $2)",
                 &[&self.id, &term],
             )
             .map_err(pg_err)?
@@ -470,6 +511,14 @@ impl Storage for PgStore {
             .map_err(pg_err)?;
         }
         let this = &*self;
+        // Every new term of the commit in one round trip.
+        let new_terms = plan
+            .upserts
+            .iter()
+            .filter_map(|d| d.terms.as_ref())
+            .chain(plan.reindex.iter().map(|(_, t)| t))
+            .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str()));
+        Self::learn_terms(&mut tx, &this.term_ids, &mut fresh, new_terms)?;
         for slot in &plan.deletes {
             this.update_postings(&mut tx, &mut fresh, *slot, None)?;
             tx.execute(
