@@ -431,6 +431,8 @@ fn main() -> ExitCode {
             "replicas and many tenants",
             &[
                 bin("okfit-bench-replicas"),
+                s("--tenants"),
+                s("2000"),
                 s("--json"),
                 json("replicas.json"),
             ],

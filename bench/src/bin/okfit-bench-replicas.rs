@@ -176,6 +176,15 @@ fn database(server: &str, name: &str) -> Result<String, String> {
     })
 }
 
+/// The `okf+postgres://` connection to `tenant` of the database at `url`.
+fn with_tenant(url: &str, tenant: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!(
+        "{}{sep}tenant={tenant}",
+        url.replacen("postgres://", "okf+postgres://", 1)
+    )
+}
+
 /// `okfit serve` on a unix socket of its own; killed when dropped.
 fn serve(data: &Path, store: Option<&str>, socket: &Path) -> Result<Kill, String> {
     let _ = std::fs::remove_file(socket);
@@ -317,11 +326,7 @@ fn visibility(url: &str, rounds: usize) -> Result<Value, String> {
     let tenant = "vis";
     let prose = Prose::new(SEED);
     let mut rng = SplitMix64::new(SEED);
-    let kb = Knowledge::open(&format!(
-        "{}?tenant={tenant}",
-        store.replacen("postgres://", "okf+postgres://", 1)
-    ))
-    .map_err(|e| e.to_string())?;
+    let kb = Knowledge::open(&with_tenant(&store, tenant)).map_err(|e| e.to_string())?;
     let changes: Vec<Change> = (0..VISIBLE_CONCEPTS)
         .map(|i| Change {
             bundle: "notes".into(),
@@ -457,10 +462,7 @@ fn many_tenants(o: &Opts, url: Option<&str>) -> Result<Value, String> {
         None => None,
     };
     let dsn = |t: usize| match &store {
-        Some(s) => format!(
-            "{}?tenant=t{t}",
-            s.replacen("postgres://", "okf+postgres://", 1)
-        ),
+        Some(s) => with_tenant(s, &format!("t{t}")),
         None => format!("okf://{}?tenant=t{t}", data.display()),
     };
     eprintln!(
