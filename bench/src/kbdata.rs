@@ -188,6 +188,26 @@ pub fn parsed<T>(r: Result<Option<T>, String>, usage: &str) -> Result<T, std::pr
     }
 }
 
+/// A benchmark's `main`: its arguments parsed (see [`parsed`]), then `run`;
+/// an error is reported on stderr and exits 1.
+pub fn main_of<T>(
+    args: Result<Option<T>, String>,
+    usage: &str,
+    run: impl FnOnce(T) -> Result<(), String>,
+) -> std::process::ExitCode {
+    let args = match parsed(args, usage) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    match run(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// The `--flag value` and `--flag=value` pairs of the command line, in
 /// order; `None` when `-h` or `--help` asks for the usage.
 pub fn flag_values() -> Result<Option<Vec<(String, String)>>, String> {

@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -63,8 +63,29 @@ pub struct Metrics {
     model_documents: Gauge,
 }
 
+/// Each metric's name (after the `okfit_` prefix) and help text.
+const HELP: &str = "\
+http_requests HTTP requests answered, by route template, method and status
+http_request_duration_seconds Time from a request's arrival to its answer, by route template
+commits Changes to knowledge asked for, by outcome: committed, conflict (another commit or a stale hash won), refused or failed
+db_announcements_received Commit announcements received from the database (read models then catch up)
+db_pool_connections Database connections of this process, idle or lent to a call
+db_following_commits 1 while commit announcements arrive from the database, 0 while reads check the head instead
+warm_tenants Tenants kept open with their read models
+read_model_documents Documents held in the warm read models";
+
+/// `metric`, registered as `name` with its line of [`HELP`].
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, metric: M) -> M {
+    let help = HELP
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_default();
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 /// Latency buckets: 0.1 ms doubling to about 6.5 s.
-fn latency_histogram() -> Histogram {
+fn histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_1, 2.0, 17))
 }
 
@@ -87,57 +108,17 @@ impl Default for Metrics {
 impl Metrics {
     /// Empty metrics, registered under the `okfit_` prefix.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("okfit");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by route template, method and status",
-            requests.clone(),
-        );
-        let latency = Family::<RouteLabels, Histogram>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
-        );
-        registry.register(
-            "http_request_duration_seconds",
-            "Time from a request's arrival to its answer, by route template",
-            latency.clone(),
-        );
-        let commits = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
-            "commits",
-            "Changes to knowledge asked for, by outcome: committed, conflict (another commit or a stale hash won) or refused",
-            commits.clone(),
-        );
-        let announcements = Family::<DatabaseLabels, Counter>::default();
-        registry.register(
-            "db_announcements_received",
-            "Commit announcements received from the database (read models then catch up)",
-            announcements.clone(),
-        );
-        let pool = Family::<PoolLabels, Gauge>::default();
-        registry.register(
-            "db_pool_connections",
-            "Database connections of this process, idle or lent to a call",
-            pool.clone(),
-        );
-        let listening = Family::<DatabaseLabels, Gauge>::default();
-        registry.register(
-            "db_following_commits",
-            "1 while commit announcements arrive from the database, 0 while reads check the head instead",
-            listening.clone(),
-        );
-        let warm_tenants = Gauge::default();
-        registry.register(
-            "warm_tenants",
-            "Tenants kept open with their read models",
-            warm_tenants.clone(),
-        );
-        let model_documents = Gauge::default();
-        registry.register(
-            "read_model_documents",
-            "Documents held in the warm read models",
-            model_documents.clone(),
-        );
+        let mut r = Registry::with_prefix("okfit");
+        let requests = registered(&mut r, "http_requests", Family::default());
+        let by_route = Family::new_with_constructor(histogram as _);
+        let latency = registered(&mut r, "http_request_duration_seconds", by_route);
+        let commits = registered(&mut r, "commits", Family::default());
+        let announcements = registered(&mut r, "db_announcements_received", Family::default());
+        let pool = registered(&mut r, "db_pool_connections", Family::default());
+        let listening = registered(&mut r, "db_following_commits", Family::default());
+        let warm_tenants = registered(&mut r, "warm_tenants", Gauge::default());
+        let model_documents = registered(&mut r, "read_model_documents", Gauge::default());
+        let registry = r;
         Metrics {
             registry,
             requests,

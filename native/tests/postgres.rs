@@ -294,13 +294,20 @@ fn one_tenant_never_sees_another() {
     assert!(!m.contains("open"), "{m}");
 }
 
-#[test]
-fn replicas_over_one_database_see_each_others_commits() {
+/// A fresh database (its `okf+postgres://` base), a sandbox, and replicas
+/// `a` and `b` serving it.
+fn two_replicas() -> (String, Sandbox, Replica, Replica) {
     let base = fresh_database();
     let store = base.trim_start_matches("okf+").to_string();
     let sb = Sandbox::new();
     let a = Replica::start(&sb, "a", &store);
     let b = Replica::start(&sb, "b", &store);
+    (base, sb, a, b)
+}
+
+#[test]
+fn replicas_over_one_database_see_each_others_commits() {
+    let (_, sb, a, b) = two_replicas();
     let (via_a, via_b) = (a.dsn("acme"), b.dsn("acme"));
     sb.okfit(
         &["write", "b1", "seed.md", "--create", "-c", &via_a],
@@ -358,11 +365,7 @@ fn replicas_over_one_database_see_each_others_commits() {
 
 #[test]
 fn writers_racing_through_two_replicas_get_exactly_one_success() {
-    let base = fresh_database();
-    let store = base.trim_start_matches("okf+").to_string();
-    let sb = Sandbox::new();
-    let a = Replica::start(&sb, "a", &store);
-    let b = Replica::start(&sb, "b", &store);
+    let (base, sb, a, b) = two_replicas();
     let dsns = [a.dsn("race"), b.dsn("race")];
     let direct = format!("{base}?tenant=race");
     sb.okfit(

@@ -448,15 +448,5 @@ fn main() -> ExitCode {
             }
         };
     }
-    let args = match okfit_bench::kbdata::parsed(parse_args(&argv), USAGE) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    okfit_bench::kbdata::main_of(parse_args(&argv), USAGE, |a| run(&a))
 }

@@ -28,6 +28,7 @@
 //! `--json PATH` also writes the figures as JSON.
 
 use mimalloc::MiMalloc;
+use okfit_bench::daemon::{build_okfit, latency, okfit_bin, Kill};
 use okfit_bench::prose::Prose;
 use okfit_bench::rng::SplitMix64;
 use okfit_knowledge::remote::{Remote, Target};
@@ -37,7 +38,7 @@ use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -68,24 +69,6 @@ struct Opts {
     seconds: u64,
     batch: usize,
     json: Option<PathBuf>,
-}
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-fn okfit_bin() -> PathBuf {
-    target_dir().join("release").join("okfit")
 }
 
 fn out_dir() -> PathBuf {
@@ -393,25 +376,6 @@ fn writer(
     Ok(w)
 }
 
-/// `sorted[floor(len * q)]`; NaN when empty.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
-}
-
-fn latency(mut v: Vec<f64>) -> Value {
-    v.sort_by(|a, b| a.total_cmp(b));
-    json!({
-        "p50": quantile(&v, 0.5),
-        "p95": quantile(&v, 0.95),
-        "p99": quantile(&v, 0.99),
-        "max": v.last().copied().unwrap_or(f64::NAN),
-        "runs": v.len(),
-    })
-}
-
 /// The running daemon and what the clients need.
 struct Bench {
     port: u16,
@@ -543,32 +507,7 @@ fn print_phase(label: &str, v: &Value) {
 }
 
 fn run(o: &Opts) -> Result<(), String> {
-    // Without the variables `cargo run` set for this program: ring's build
-    // script reruns when CARGO_MANIFEST_DIR or CARGO_PKG_* change, so with
-    // them every run (and the next `cargo run`) would rebuild okfit.
-    let mut build = Command::new(env!("CARGO"));
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if k.starts_with("CARGO_PKG_")
-            || k.starts_with("CARGO_MANIFEST_")
-            || [
-                "CARGO_CRATE_NAME",
-                "CARGO_BIN_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "OUT_DIR",
-            ]
-            .contains(&k.as_ref())
-        {
-            build.env_remove(k.as_ref());
-        }
-    }
-    let st = build
-        .args(["build", "--release", "-p", "okfit", "--bins"])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !st.success() {
-        return Err("cargo build failed".into());
-    }
+    build_okfit()?;
     let data = out_dir().join("data");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data).map_err(|e| format!("{}: {e}", data.display()))?;
@@ -733,15 +672,5 @@ fn parse_args() -> Result<Option<Opts>, String> {
 }
 
 fn main() -> ExitCode {
-    let o = match okfit_bench::kbdata::parsed(parse_args(), USAGE) {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
-    match run(&o) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    okfit_bench::kbdata::main_of(parse_args(), USAGE, |o| run(&o))
 }

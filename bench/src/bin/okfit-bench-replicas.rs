@@ -27,6 +27,7 @@
 //! `--json PATH` also writes the figures as JSON.
 
 use mimalloc::MiMalloc;
+use okfit_bench::daemon::{build_okfit, latency, okfit_bin, Kill};
 use okfit_bench::prose::Prose;
 use okfit_bench::rng::SplitMix64;
 use okfit_knowledge::Knowledge;
@@ -36,7 +37,7 @@ use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -57,20 +58,14 @@ const VISIBLE_CONCEPTS: usize = 500;
 const SMALL: usize = 50;
 
 struct Opts {
+    /// Commits through one replica read through the other.
     rounds: usize,
+    /// Tenants on the many-tenants daemon.
     tenants: usize,
+    /// Round-robin passes over them.
     passes: usize,
+    /// Where to write the figures as JSON too.
     json: Option<PathBuf>,
-}
-
-/// A child process killed when dropped.
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn root() -> PathBuf {
@@ -80,39 +75,6 @@ fn root() -> PathBuf {
 
 fn out_dir() -> PathBuf {
     root().join("bench").join("out").join("replicas")
-}
-
-fn okfit_bin() -> PathBuf {
-    root().join("target").join("release").join("okfit")
-}
-
-/// Builds the release `okfit` (without the variables `cargo run` set for
-/// this program, which would make every run rebuild it).
-fn build() -> Result<(), String> {
-    let mut build = Command::new(env!("CARGO"));
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if k.starts_with("CARGO_PKG_")
-            || k.starts_with("CARGO_MANIFEST_")
-            || [
-                "CARGO_CRATE_NAME",
-                "CARGO_BIN_NAME",
-                "CARGO_PRIMARY_PACKAGE",
-                "OUT_DIR",
-            ]
-            .contains(&k.as_ref())
-        {
-            build.env_remove(k.as_ref());
-        }
-    }
-    let st = build
-        .args(["build", "--release", "-p", "okfit", "--bins"])
-        .current_dir(root())
-        .status()
-        .map_err(|e| e.to_string())?;
-    st.success()
-        .then_some(())
-        .ok_or_else(|| "cargo build failed".into())
 }
 
 /// The PostgreSQL server: `OKFIT_BENCH_POSTGRES`, or a throwaway cluster
@@ -293,23 +255,27 @@ fn concept(prose: &Prose, rng: &mut SplitMix64, title: &str, mark: &str, words: 
     format!("---\ntype: Note\ntitle: \"{title}\"\ndescription: \"About {mark}.\"\n---\n\n# {title}\n\n{body}{mark}\n")
 }
 
-/// `sorted[floor(len * q)]`.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
-}
-
-fn latency(mut v: Vec<f64>) -> Value {
-    v.sort_by(f64::total_cmp);
-    json!({
-        "p50": quantile(&v, 0.50),
-        "p95": quantile(&v, 0.95),
-        "p99": quantile(&v, 0.99),
-        "max": v.last().copied().unwrap_or(f64::NAN),
-        "n": v.len(),
-    })
+/// `count` new concepts of about `words` words in `bundle`, the `i`th
+/// titled and marked by `name(i)`.
+fn concepts(
+    prose: &Prose,
+    rng: &mut SplitMix64,
+    bundle: &str,
+    count: usize,
+    words: usize,
+    name: impl Fn(usize) -> (String, String),
+) -> Vec<Change> {
+    (0..count)
+        .map(|i| {
+            let (title, mark) = name(i);
+            Change {
+                bundle: bundle.into(),
+                path: format!("c{i:04}.md"),
+                content: Some(concept(prose, rng, &title, &mark, words).into_bytes()),
+                pre: Pre::Any,
+            }
+        })
+        .collect()
 }
 
 fn peak_rss_mb(pid: u32) -> f64 {
@@ -327,23 +293,9 @@ fn visibility(url: &str, rounds: usize) -> Result<Value, String> {
     let prose = Prose::new(SEED);
     let mut rng = SplitMix64::new(SEED);
     let kb = Knowledge::open(&with_tenant(&store, tenant)).map_err(|e| e.to_string())?;
-    let changes: Vec<Change> = (0..VISIBLE_CONCEPTS)
-        .map(|i| Change {
-            bundle: "notes".into(),
-            path: format!("n{i:04}.md"),
-            content: Some(
-                concept(
-                    &prose,
-                    &mut rng,
-                    &format!("Note {i}"),
-                    &format!("seed{i}"),
-                    400,
-                )
-                .into_bytes(),
-            ),
-            pre: Pre::Any,
-        })
-        .collect();
+    let changes = concepts(&prose, &mut rng, "notes", VISIBLE_CONCEPTS, 400, |i| {
+        (format!("Note {i}"), format!("seed{i}"))
+    });
     kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
     drop(kb);
     let dir = out_dir().join("visibility");
@@ -418,23 +370,9 @@ fn seed_tenants(tenants: usize, dsn: &(dyn Fn(usize) -> String + Sync)) -> Resul
                 return Ok(());
             }
             let mut rng = SplitMix64::stream(SEED, t as u64, 3);
-            let changes: Vec<Change> = (0..SMALL)
-                .map(|i| Change {
-                    bundle: "kb".into(),
-                    path: format!("c{i:02}.md"),
-                    content: Some(
-                        concept(
-                            &prose,
-                            &mut rng,
-                            &format!("Concept {i}"),
-                            &format!("t{t}c{i}"),
-                            60,
-                        )
-                        .into_bytes(),
-                    ),
-                    pre: Pre::Any,
-                })
-                .collect();
+            let changes = concepts(&prose, &mut rng, "kb", SMALL, 60, |i| {
+                (format!("Concept {i}"), format!("t{t}c{i}"))
+            });
             let kb = Knowledge::open(&dsn(t)).map_err(|e| e.to_string())?;
             kb.commit(changes, None).map_err(|e| format!("{e:?}"))?;
             if (t + 1).is_multiple_of(1000) {
@@ -518,12 +456,12 @@ fn print_latency(label: &str, v: &Value) {
         f("p95"),
         f("p99"),
         f("max"),
-        v["n"]
+        v["runs"]
     );
 }
 
 fn run(o: &Opts) -> Result<(), String> {
-    build()?;
+    build_okfit()?;
     std::fs::create_dir_all(out_dir()).map_err(|e| e.to_string())?;
     let pg = server()?;
     let vis = visibility(&pg.url, o.rounds)?;
@@ -583,15 +521,5 @@ fn parse() -> Result<Option<Opts>, String> {
 }
 
 fn main() -> ExitCode {
-    let o = match okfit_bench::kbdata::parsed(parse(), USAGE) {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
-    match run(&o) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    okfit_bench::kbdata::main_of(parse(), USAGE, |o| run(&o))
 }

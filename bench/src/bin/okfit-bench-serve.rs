@@ -17,13 +17,14 @@
 //! socket < 0.3 ms, through MCP < 0.5 ms.
 
 use mimalloc::MiMalloc;
+use okfit_bench::daemon::Kill;
 use okfit_bench::kbdata::{out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::{GetOptions, Knowledge};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -40,14 +41,6 @@ const SECONDS: u64 = 5;
 
 /// The first twelve of the store benchmark's queries.
 const QUERIES: &[&str] = okfit_bench::kbdata::QUERIES.split_at(12).0;
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn bin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -280,15 +273,7 @@ fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let (sizes, json_path) = match okfit_bench::kbdata::parsed(parse_args(), USAGE) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    match run(&sizes, json_path.as_deref()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    okfit_bench::kbdata::main_of(parse_args(), USAGE, |(sizes, json)| {
+        run(&sizes, json.as_deref())
+    })
 }

@@ -17,7 +17,9 @@ use crate::error::Error;
 use postgres::config::SslMode;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::crypto::{
+    verify_tls12_signature, verify_tls13_signature, CryptoProvider, WebPkiSupportedAlgorithms,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -123,9 +125,15 @@ impl Tls {
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier: Arc<dyn ServerCertVerifier> = match self.check {
-            Check::Nothing => Arc::new(Unchecked(provider.clone())),
-            Check::Chain => Arc::new(ChainOnly(self.webpki(&provider)?)),
             Check::Full => self.webpki(&provider)?,
+            Check::Chain => Arc::new(Lenient {
+                chain: Some(self.webpki(&provider)?),
+                provider: provider.clone(),
+            }),
+            Check::Nothing => Arc::new(Lenient {
+                chain: None,
+                provider: provider.clone(),
+            }),
         };
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -200,63 +208,31 @@ pub(crate) fn explain(e: Error, tls: &Tls) -> Error {
     }
 }
 
-/// Accepts any certificate: `sslmode=prefer` and `require` encrypt without
-/// authenticating the server, as libpq does. The handshake's signatures
-/// are still checked, so the session belongs to the certificate's key.
+/// The verifier of the modes short of `verify-full`. Without `chain`
+/// (`prefer`, `require`) any certificate is accepted: the connection is
+/// encrypted but the server not authenticated, as libpq does. With it
+/// (`verify-ca`) the chain must lead to a trusted root but the name is not
+/// checked: webpki checks the chain first, so a name mismatch means the
+/// chain was good. The handshake's signatures are always checked, so the
+/// session belongs to the certificate's key.
+/// A handshake signature's verdict.
+type Valid = Result<HandshakeSignatureValid, rustls::Error>;
+type Cert<'a> = CertificateDer<'a>;
+type Signed = DigitallySignedStruct;
+
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for Unchecked {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+impl Lenient {
+    fn algorithms(&self) -> &WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
     }
 }
 
-/// Checks the chain but not the name (`sslmode=verify-ca`): webpki checks
-/// the chain first, so a name mismatch means the chain was good.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -265,10 +241,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -276,26 +252,16 @@ impl ServerCertVerifier for ChainOnly {
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+    fn verify_tls12_signature(&self, m: &[u8], c: &Cert<'_>, d: &Signed) -> Valid {
+        verify_tls12_signature(m, c, d, self.algorithms())
     }
 
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+    fn verify_tls13_signature(&self, m: &[u8], c: &Cert<'_>, d: &Signed) -> Valid {
+        verify_tls13_signature(m, c, d, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms().supported_schemes()
     }
 }
 
