@@ -432,7 +432,7 @@ fn main() -> ExitCode {
             &[
                 bin("okfit-bench-replicas"),
                 s("--tenants"),
-                s("2000"),
+                s("500"),
                 s("--json"),
                 json("replicas.json"),
             ],
