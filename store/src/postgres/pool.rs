@@ -70,7 +70,7 @@ pub fn connect(url: &str) -> Result<Client, Error> {
             .connect(NoTls),
         Some(connector) => config.ssl_mode(tls.mode()).connect(connector),
     }
-    .map_err(|e| super::tls::explain(pg_err(e), &tls))
+    .map_err(|e| super::tls::explain(e, &tls))
 }
 
 /// How long a connection attempt may take unless the string says.

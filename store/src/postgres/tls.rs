@@ -13,6 +13,7 @@
 //! certificates (`sslcert`, `sslkey`) are not supported yet and are
 //! refused rather than ignored.
 
+use super::pool::pg_err;
 use crate::error::Error;
 use postgres::config::SslMode;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -190,31 +191,44 @@ fn pem_file(path: &PathBuf, what: &str) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
-/// A refused connection, with what to do when the certificate was the
-/// reason.
-pub(crate) fn explain(e: Error, tls: &Tls) -> Error {
-    let hint = match &e {
-        Error::Store(m) if tls.checks() && m.contains("UnknownIssuer") => {
+/// A refused connection as a store error, with what to do when the
+/// server's certificate was the reason (read from the rustls error in its
+/// causes, never from its text).
+pub(crate) fn explain(e: postgres::Error, tls: &Tls) -> Error {
+    let hint = match certificate_error(&e) {
+        Some(CertificateError::UnknownIssuer) if tls.checks() => {
             "sslmode asks for the server's certificate to be checked: name its CA with sslrootcert=FILE or OKFIT_TLS_CA"
         }
-        Error::Store(m) if tls.checks() && m.contains("not valid for name") => {
+        Some(CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. })
+            if tls.checks() =>
+        {
             "connect by a name the certificate carries, or check the chain alone with sslmode=verify-ca"
         }
-        _ => return e,
+        _ => return pg_err(e),
     };
-    match e {
+    match pg_err(e) {
         Error::Store(m) => Error::Store(format!("{m} ({hint})")),
-        e => e,
+        other => other,
     }
 }
 
-/// The verifier of the modes short of `verify-full`. Without `chain`
-/// (`prefer`, `require`) any certificate is accepted: the connection is
-/// encrypted but the server not authenticated, as libpq does. With it
-/// (`verify-ca`) the chain must lead to a trusted root but the name is not
-/// checked: webpki checks the chain first, so a name mismatch means the
-/// chain was good. The handshake's signatures are always checked, so the
-/// session belongs to the certificate's key.
+/// The certificate refusal among an error's causes (rustls reaches
+/// tokio-postgres inside an `io::Error`).
+fn certificate_error(e: &postgres::Error) -> Option<CertificateError> {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let inner = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            .map_or(c, |i| i as &(dyn std::error::Error + 'static));
+        if let Some(rustls::Error::InvalidCertificate(ce)) = inner.downcast_ref::<rustls::Error>() {
+            return Some(ce.clone());
+        }
+        cause = c.source();
+    }
+    None
+}
+
 /// A handshake signature's verdict.
 type Valid = Result<HandshakeSignatureValid, rustls::Error>;
 type Cert<'a> = CertificateDer<'a>;
