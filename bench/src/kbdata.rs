@@ -48,7 +48,13 @@ pub fn out_dir() -> PathBuf {
 
 /// The embedded connection of tenant `t<n>`.
 pub fn dsn(n: usize) -> String {
-    format!("okf://{}?tenant=t{n}", out_dir().join("data").display())
+    format!("okf://{}?tenant=t{n}", data_root(n).display())
+}
+
+/// The data root that holds tenant `t<n>`: one per size, so a daemon
+/// started for one size warms and serves that size alone.
+pub fn data_root(n: usize) -> PathBuf {
+    out_dir().join(format!("data{n}"))
 }
 
 /// Peak RSS (`VmHWM`) of process `pid`, or of this process when `None`, in
@@ -125,7 +131,7 @@ fn collect(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) -> std::io::
 pub fn setup(n: usize) -> Result<(), String> {
     let marker = out_dir().join(format!("t{n}.ready"));
     let stamp = format!(
-        "{} bundles of {BUNDLE}, {}",
+        "data{n}: {} bundles of {BUNDLE}, {}",
         n / BUNDLE,
         GenParams::new(BUNDLE, 5).stamp()
     );
@@ -133,7 +139,7 @@ pub fn setup(n: usize) -> Result<(), String> {
         return Ok(());
     }
     let t = Instant::now();
-    let tenant_dir = out_dir().join("data").join("tenants").join(format!("t{n}"));
+    let tenant_dir = data_root(n).join("tenants").join(format!("t{n}"));
     let _ = std::fs::remove_dir_all(&tenant_dir);
     let src = out_dir().join(format!("src{n}"));
     let mut changes = vec![];

@@ -58,6 +58,12 @@ impl Warm {
 /// How many tenants a daemon keeps open by default.
 pub const WARM_TENANTS: usize = 200;
 
+/// How many documents the warm-up at start loads at most, over all the
+/// tenants it warms: enough for the largest tenants we measure, few enough
+/// that a store of many large tenants does not start with all of them in
+/// memory. The others load on their first request.
+pub const WARM_UP_DOCUMENTS: usize = 200_000;
+
 /// One tenant's knowledge, split so that a commit never stalls a read: a
 /// writer whose connection and view serialise commits, and a reader with
 /// connections of its own. Its transactions run beside a commit (WAL on
@@ -120,9 +126,10 @@ impl Daemon {
     }
 
     /// Opens the most recently used tenants, as many as the warm budget
-    /// keeps, and loads their read models; then the daemon is ready. Runs
-    /// once at start, off the request path; while the store cannot list
-    /// its tenants it retries.
+    /// keeps, and loads their read models until they hold
+    /// [`WARM_UP_DOCUMENTS`]; then the daemon is ready. Runs once at start,
+    /// off the request path; while the store cannot list its tenants it
+    /// retries.
     pub fn warm_up(&self) {
         let budget = self.warm().budget;
         let names = loop {
@@ -136,15 +143,26 @@ impl Daemon {
         };
         let started = std::time::Instant::now();
         self.set_warming(0, names.len(), false);
+        let mut documents = 0;
         for (i, name) in names.iter().enumerate() {
-            if let Err(e) = self.tenant(name).and_then(|t| t.reader().warm()) {
-                tracing::warn!(tenant = %name, error = %e, "cannot warm a tenant's read model");
+            if documents >= WARM_UP_DOCUMENTS {
+                break;
+            }
+            match self
+                .tenant(name)
+                .and_then(|t| t.reader().warm().map(|()| t))
+            {
+                Ok(t) => documents += t.reader().warm_documents().unwrap_or(0),
+                Err(e) => {
+                    tracing::warn!(tenant = %name, error = %e, "cannot warm a tenant's read model")
+                }
             }
             self.set_warming(i + 1, names.len(), false);
         }
         self.set_warming(names.len(), names.len(), true);
         tracing::debug!(
             tenants = names.len(),
+            documents,
             ms = started.elapsed().as_millis() as u64,
             "read models warm: ready"
         );

@@ -47,7 +47,9 @@ const USAGE: &str =
   --json PATH    also write the results JSON to PATH
   --setup-only   build the tenants of --sizes and measure nothing";
 
-use okfit_bench::kbdata::{dsn, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, QUERIES};
+use okfit_bench::kbdata::{
+    data_root, dsn, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, QUERIES,
+};
 
 /// The measuring child: prints one JSON line.
 fn child(n: usize) -> Result<(), String> {
@@ -130,7 +132,7 @@ fn child(n: usize) -> Result<(), String> {
 
 /// The write-side child: prints one JSON line.
 fn writes_child(n: usize) -> Result<(), String> {
-    let data = out_dir().join("data");
+    let data = data_root(n);
     let src = data.join("tenants").join(format!("t{n}"));
     let dst = data.join("tenants").join(format!("w{n}"));
     let _ = std::fs::remove_dir_all(&dst);

@@ -18,7 +18,7 @@
 
 use mimalloc::MiMalloc;
 use okfit_bench::daemon::Kill;
-use okfit_bench::kbdata::{out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
+use okfit_bench::kbdata::{data_root, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::{GetOptions, Knowledge};
 use serde_json::{json, Value};
@@ -53,7 +53,7 @@ fn bin(name: &str) -> PathBuf {
 /// Measures a fresh daemon on tenant `t<n>`; returns the size's JSON row.
 fn measure(n: usize) -> Result<Value, String> {
     setup(n)?;
-    let data = out_dir().join("data");
+    let data = data_root(n);
     let sock = out_dir().join("serve.sock");
     let _ = std::fs::remove_file(&sock);
     let server = Kill(
