@@ -21,14 +21,15 @@ mod listen;
 mod pool;
 mod schema;
 mod tls;
+mod write;
 
 pub use pool::{connect, shown, PoolUse};
 pub use schema::migrate;
 
 use crate::error::Error;
 use crate::sqlite::{
-    check_revision, content_problem, revision_digest, term_changes, Changed, CommitPlan, DocRow,
-    Head, RevisionInfo, State, Storage, Verified, COMPILER_VERSION,
+    check_revision, content_problem, revision_digest, Changed, CommitPlan, DocRow, Head,
+    RevisionInfo, State, Storage, Verified, COMPILER_VERSION,
 };
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
@@ -85,8 +86,6 @@ pub struct PgStore {
     /// Term ids already in the database (ids are never reused or removed).
     term_ids: HashMap<String, i64>,
 }
-
-type NewTerms = HashMap<String, i64>;
 
 fn head_in(c: &mut impl GenericClient, id: i64) -> Result<Option<Head>, Error> {
     let row = c
@@ -177,127 +176,6 @@ impl PgStore {
 
     fn client(&self) -> Result<Conn<'_>, Error> {
         self.pool.lend()
-    }
-
-    /// Makes sure `fresh` or `cache` holds the id of every term of
-    /// `terms`, inserting the terms the database lacks: one round trip for
-    /// all of them. The terms go in sorted, so two commits adding the same
-    /// new terms take their locks in one order and never deadlock.
-    fn learn_terms<'t>(
-        tx: &mut Transaction<'_>,
-        cache: &HashMap<String, i64>,
-        fresh: &mut NewTerms,
-        terms: impl IntoIterator<Item = &'t str>,
-    ) -> Result<(), Error> {
-        let mut missing: Vec<&str> = terms
-            .into_iter()
-            .filter(|t| !cache.contains_key(*t) && !fresh.contains_key(*t))
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        tx.execute(
-            "INSERT INTO okfit_terms(term) SELECT t FROM UNNEST($1::TEXT[]) AS u(t)
-             ON CONFLICT (term) DO NOTHING",
-            &[&missing],
-        )
-        .map_err(pg_err)?;
-        for r in tx
-            .query(
-                "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
-                &[&missing],
-            )
-            .map_err(pg_err)?
-        {
-            fresh.insert(r.get(1), r.get(0));
-        }
-        Ok(())
-    }
-
-    /// The id of a term [`PgStore::learn_terms`] made known.
-    fn known_term(
-        cache: &HashMap<String, i64>,
-        fresh: &NewTerms,
-        term: &str,
-    ) -> Result<i64, Error> {
-        cache
-            .get(term)
-            .or_else(|| fresh.get(term))
-            .copied()
-            .ok_or_else(|| Error::Store(format!("postgresql: no id for the term {term:?}")))
-    }
-
-    /// Brings a slot's postings from its stored terms to `new`, touching
-    /// only the terms that differ, and stores `new` as its terms.
-    fn update_postings(
-        &self,
-        tx: &mut Transaction<'_>,
-        fresh: &mut NewTerms,
-        slot: u32,
-        new: Option<&DocTerms>,
-    ) -> Result<(), Error> {
-        let id = self.id;
-        let s = slot as i32;
-        let old: Option<DocTerms> = tx
-            .query_opt(
-                "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
-                &[&id, &s],
-            )
-            .map_err(pg_err)?
-            .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0)));
-        let empty: Vec<(String, f32)> = vec![];
-        let a = old.as_ref().map_or(&empty, |t| &t.terms);
-        let b = new.map_or(&empty, |t| &t.terms);
-        let (old_terms, new_terms) = term_changes(a, b);
-        Self::learn_terms(
-            tx,
-            &self.term_ids,
-            fresh,
-            old_terms
-                .iter()
-                .copied()
-                .chain(new_terms.iter().map(|(t, _)| *t)),
-        )?;
-        let mut gone: Vec<i64> = vec![];
-        for t in old_terms {
-            gone.push(Self::known_term(&self.term_ids, fresh, t)?);
-        }
-        let mut put: Vec<(i64, f32)> = vec![];
-        for (t, tf) in new_terms {
-            put.push((Self::known_term(&self.term_ids, fresh, t)?, tf));
-        }
-        if !gone.is_empty() {
-            tx.execute(
-                "DELETE FROM okfit_postings WHERE tenant = $1 AND slot = $2 AND term = ANY($3)",
-                &[&id, &s, &gone],
-            )
-            .map_err(pg_err)?;
-        }
-        if !put.is_empty() {
-            let (terms, tfs): (Vec<i64>, Vec<f32>) = put.into_iter().unzip();
-            tx.execute(
-                "INSERT INTO okfit_postings(tenant, term, slot, tf)
-                   SELECT $1, t, $2, f FROM UNNEST($3::BIGINT[], $4::REAL[]) AS u(t, f)
-                 ON CONFLICT (tenant, term, slot) DO UPDATE SET tf = excluded.tf",
-                &[&id, &s, &terms, &tfs],
-            )
-            .map_err(pg_err)?;
-        }
-        match new {
-            Some(t) => tx.execute(
-                "INSERT INTO okfit_doc_terms(tenant, slot, terms) VALUES ($1, $2, $3)
-                 ON CONFLICT (tenant, slot) DO UPDATE SET terms = excluded.terms",
-                &[&id, &s, &t.encode()],
-            ),
-            None => tx.execute(
-                "DELETE FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
-                &[&id, &s],
-            ),
-        }
-        .map_err(pg_err)?;
-        Ok(())
     }
 
     fn current_state(c: &mut impl GenericClient, id: i64) -> Result<State, Error> {
@@ -476,7 +354,6 @@ impl Storage for PgStore {
         plan: &CommitPlan,
     ) -> Result<(Head, RevisionInfo), Error> {
         let id = self.id;
-        let mut fresh = NewTerms::new();
         let epoch = self.pool.heads.epoch();
         let mut guard = self.client()?;
         let mut tx = guard.transaction().map_err(pg_err)?;
@@ -496,73 +373,14 @@ impl Storage for PgStore {
             ));
         };
         let seq: i64 = moved.get(0);
-        if !plan.blobs.is_empty() {
-            let (hashes, bytes): (Vec<&str>, Vec<&[u8]>) = plan
-                .blobs
-                .iter()
-                .map(|(h, b)| (h.as_str(), b.as_slice()))
-                .unzip();
-            tx.execute(
-                "INSERT INTO okfit_blobs(tenant, hash, bytes)
-                   SELECT $1, h, b FROM UNNEST($2::TEXT[], $3::BYTEA[]) AS u(h, b)
-                 ON CONFLICT (tenant, hash) DO NOTHING",
-                &[&id, &hashes, &bytes],
-            )
-            .map_err(pg_err)?;
-        }
-        let this = &*self;
-        // Every new term of the commit in one round trip.
-        let new_terms = plan
-            .upserts
-            .iter()
-            .filter_map(|d| d.terms.as_ref())
-            .chain(plan.reindex.iter().map(|(_, t)| t))
-            .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str()));
-        Self::learn_terms(&mut tx, &this.term_ids, &mut fresh, new_terms)?;
-        for slot in &plan.deletes {
-            this.update_postings(&mut tx, &mut fresh, *slot, None)?;
-            tx.execute(
-                "DELETE FROM okfit_docs WHERE tenant = $1 AND slot = $2",
-                &[&id, &(*slot as i32)],
-            )
-            .map_err(pg_err)?;
-        }
-        for d in &plan.upserts {
-            let compiled = d.compiled.encode();
-            let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
-            // A path moving to another slot frees its old row first.
-            tx.execute(
-                "DELETE FROM okfit_docs WHERE tenant = $1 AND bundle = $2 AND path = $3 AND slot <> $4",
-                &[&id, &d.bundle, &d.path, &(d.slot as i32)],
-            )
-            .map_err(pg_err)?;
-            tx.execute(
-                "INSERT INTO okfit_docs(tenant, slot, bundle, path, hash, len, compiled)
-                   VALUES ($1, $2, $3, $4, $5, $6, $7)
-                 ON CONFLICT (tenant, slot) DO UPDATE SET bundle = excluded.bundle,
-                   path = excluded.path, hash = excluded.hash, len = excluded.len,
-                   compiled = excluded.compiled",
-                &[
-                    &id,
-                    &(d.slot as i32),
-                    &d.bundle,
-                    &d.path,
-                    &d.hash,
-                    &len,
-                    &compiled,
-                ],
-            )
-            .map_err(pg_err)?;
-            this.update_postings(&mut tx, &mut fresh, d.slot, d.terms.as_ref())?;
-        }
-        for (slot, terms) in &plan.reindex {
-            tx.execute(
-                "UPDATE okfit_docs SET len = $3 WHERE tenant = $1 AND slot = $2",
-                &[&id, &(*slot as i32), &(terms.len as f64)],
-            )
-            .map_err(pg_err)?;
-            this.update_postings(&mut tx, &mut fresh, *slot, Some(terms))?;
-        }
+        let mut terms = write::Terms {
+            cache: &self.term_ids,
+            fresh: write::NewTerms::new(),
+        };
+        write::blobs(&mut tx, id, plan)?;
+        write::docs(&mut tx, id, plan)?;
+        write::postings(&mut tx, id, &mut terms, plan)?;
+        let fresh = terms.fresh;
         let parent = head.as_ref().map(|h| h.revision.clone());
         let revision = revision_digest(parent.as_deref(), plan);
         let bundles = serde_json::to_string(&plan.bundles).unwrap_or_else(|_| "[]".into());
@@ -581,25 +399,7 @@ impl Storage for PgStore {
             ],
         )
         .map_err(pg_err)?;
-        if !plan.changes.is_empty() {
-            let mut b = vec![];
-            let mut p = vec![];
-            let mut o = vec![];
-            let mut n = vec![];
-            for c in &plan.changes {
-                b.push(c.bundle.as_str());
-                p.push(c.path.as_str());
-                o.push(c.old.as_deref());
-                n.push(c.new.as_deref());
-            }
-            tx.execute(
-                "INSERT INTO okfit_changes(tenant, seq, bundle, path, old, new)
-                   SELECT $1, $2, b, p, o, n
-                     FROM UNNEST($3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[]) AS u(b, p, o, n)",
-                &[&id, &seq, &b, &p, &o, &n],
-            )
-            .map_err(pg_err)?;
-        }
+        write::changes(&mut tx, id, seq, plan)?;
         let new_head = Head {
             seq,
             revision: revision.clone(),
