@@ -125,6 +125,14 @@ pub(super) fn blobs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Res
     Ok(())
 }
 
+/// How one slot's postings change: the terms it loses, and those it gains
+/// or whose frequency changes.
+struct SlotChange<'a> {
+    slot: i32,
+    gone: Vec<&'a str>,
+    put: Vec<(&'a str, f32)>,
+}
+
 /// Brings the postings and stored terms of every slot the commit touches
 /// from what the database holds to the slot's final terms, touching only
 /// the terms that differ.
@@ -151,31 +159,31 @@ pub(super) fn postings(
         }
     }
     let empty: Vec<(String, f32)> = vec![];
-    let changes: Vec<(i32, Vec<&str>, Vec<(&str, f32)>)> = last
+    let changes: Vec<SlotChange> = last
         .iter()
         .map(|(slot, new)| {
             let s = *slot as i32;
             let a = old.get(&s).map_or(&empty, |t| &t.terms);
             let b = new.map_or(&empty, |t| &t.terms);
             let (gone, put) = term_changes(a, b);
-            (s, gone, put)
+            SlotChange { slot: s, gone, put }
         })
         .collect();
     terms.learn(
         tx,
         changes
             .iter()
-            .flat_map(|(_, gone, put)| gone.iter().copied().chain(put.iter().map(|(t, _)| *t))),
+            .flat_map(|c| c.gone.iter().copied().chain(c.put.iter().map(|(t, _)| *t))),
     )?;
     let (mut gone_slots, mut gone_terms) = (vec![], vec![]);
     let (mut put_slots, mut put_terms, mut put_tfs) = (vec![], vec![], vec![]);
-    for (s, gone, put) in &changes {
-        for t in gone {
-            gone_slots.push(*s);
+    for c in &changes {
+        for t in &c.gone {
+            gone_slots.push(c.slot);
             gone_terms.push(terms.id(t)?);
         }
-        for (t, tf) in put {
-            put_slots.push(*s);
+        for (t, tf) in &c.put {
+            put_slots.push(c.slot);
             put_terms.push(terms.id(t)?);
             put_tfs.push(*tf);
         }
