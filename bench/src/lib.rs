@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod generator;
 pub mod kbdata;
 pub mod measure;
+pub mod pg;
 pub mod prose;
 pub mod reference;
 pub mod report;

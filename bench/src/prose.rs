@@ -478,6 +478,18 @@ impl Prose {
         }
     }
 
+    /// A concept of about `words` words: frontmatter (type `Note`, the
+    /// title, a description naming `mark`), a heading, paragraphs of prose,
+    /// and `mark` on its last line.
+    pub fn concept(&self, rng: &mut SplitMix64, title: &str, mark: &str, words: usize) -> String {
+        let mut body = String::new();
+        while body.split_whitespace().count() < words {
+            self.paragraph(rng, &mut body);
+            body.push_str("\n\n");
+        }
+        format!("---\ntype: Note\ntitle: \"{title}\"\ndescription: \"About {mark}.\"\n---\n\n# {title}\n\n{body}{mark}\n")
+    }
+
     /// `n` capitalised content words joined by spaces (a title or heading).
     pub fn title(&self, rng: &mut SplitMix64, n: usize) -> String {
         let mut t = String::new();

@@ -27,17 +27,16 @@
 //! `--json PATH` also writes the figures as JSON.
 
 use mimalloc::MiMalloc;
-use okfit_bench::daemon::{build_okfit, latency, okfit_bin, Kill};
+use okfit_bench::daemon::{build_okfit, latency, serve, Http};
+use okfit_bench::pg::{database, server, with_tenant};
 use okfit_bench::prose::Prose;
 use okfit_bench::rng::SplitMix64;
 use okfit_knowledge::Knowledge;
 use okfit_store::change::{sha256_hex, Change, Pre};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -77,184 +76,6 @@ fn out_dir() -> PathBuf {
     root().join("bench").join("out").join("replicas")
 }
 
-/// The PostgreSQL server: `OKFIT_BENCH_POSTGRES`, or a throwaway cluster
-/// stopped when the guard drops.
-struct Server {
-    url: String,
-    cluster: Option<PathBuf>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.cluster {
-            let _ = Command::new("bash")
-                .arg(root().join("scripts/pg.sh"))
-                .arg("stop")
-                .arg(dir)
-                .status();
-        }
-    }
-}
-
-fn server() -> Result<Server, String> {
-    if let Ok(url) = std::env::var("OKFIT_BENCH_POSTGRES") {
-        return Ok(Server { url, cluster: None });
-    }
-    let dir = out_dir().join("pg");
-    let _ = Command::new("bash")
-        .arg(root().join("scripts/pg.sh"))
-        .arg("stop")
-        .arg(&dir)
-        .status();
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new("bash")
-        .arg(root().join("scripts/pg.sh"))
-        .arg("start")
-        .arg(&dir)
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| format!("scripts/pg.sh: {e}"))?;
-    if !out.status.success() {
-        return Err("scripts/pg.sh start failed".into());
-    }
-    Ok(Server {
-        url: String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        cluster: Some(dir),
-    })
-}
-
-/// A new database on the server; its `postgres://` URL.
-fn database(server: &str, name: &str) -> Result<String, String> {
-    let mut c = okfit_store::postgres::connect(server).map_err(|e| e.to_string())?;
-    c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-        .and_then(|_| c.batch_execute(&format!("CREATE DATABASE {name}")))
-        .map_err(|e| format!("create database {name}: {e}"))?;
-    let (base, query) = server.split_once('?').unwrap_or((server, ""));
-    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-    Ok(if query.is_empty() {
-        format!("{base}/{name}")
-    } else {
-        format!("{base}/{name}?{query}")
-    })
-}
-
-/// The `okf+postgres://` connection to `tenant` of the database at `url`.
-fn with_tenant(url: &str, tenant: &str) -> String {
-    let sep = if url.contains('?') { '&' } else { '?' };
-    format!(
-        "{}{sep}tenant={tenant}",
-        url.replacen("postgres://", "okf+postgres://", 1)
-    )
-}
-
-/// `okfit serve` on a unix socket of its own; killed when dropped.
-fn serve(data: &Path, store: Option<&str>, socket: &Path) -> Result<Kill, String> {
-    let _ = std::fs::remove_file(socket);
-    std::fs::create_dir_all(data).map_err(|e| format!("{}: {e}", data.display()))?;
-    let mut cmd = Command::new(okfit_bin());
-    cmd.args(["serve", "--data"]).arg(data);
-    if let Some(url) = store {
-        cmd.args(["--store", url]);
-    }
-    let mut child = Kill(
-        cmd.arg("--socket")
-            .arg(socket)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("{}: {e}", okfit_bin().display()))?,
-    );
-    // Ready once /readyz says so (the read models are warm).
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let mut http = Http::new(socket);
-    while !matches!(http.call("GET", "/readyz", ""), Ok((200, _))) {
-        if Instant::now() > deadline {
-            return Err("okfit serve did not get ready".into());
-        }
-        if let Ok(Some(st)) = child.0.try_wait() {
-            return Err(format!("okfit serve exited: {st}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(child)
-}
-
-/// A kept-alive HTTP/1.1 connection to a daemon's unix socket.
-struct Http {
-    socket: PathBuf,
-    conn: Option<BufReader<UnixStream>>,
-}
-
-impl Http {
-    fn new(socket: &Path) -> Http {
-        Http {
-            socket: socket.to_path_buf(),
-            conn: None,
-        }
-    }
-
-    /// `method path` with a JSON body; the status and the body.
-    fn call(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
-        if self.conn.is_none() {
-            let s = UnixStream::connect(&self.socket)
-                .map_err(|e| format!("{}: {e}", self.socket.display()))?;
-            self.conn = Some(BufReader::new(s));
-        }
-        let r = self.exchange(method, path, body);
-        if r.is_err() {
-            self.conn = None;
-        }
-        r
-    }
-
-    fn exchange(&mut self, method: &str, path: &str, body: &str) -> Result<(u16, String), String> {
-        let conn = self.conn.as_mut().ok_or("not connected")?;
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: okfit\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        let s = conn.get_mut();
-        s.write_all(head.as_bytes())
-            .and_then(|_| s.write_all(body.as_bytes()))
-            .map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        conn.read_line(&mut line).map_err(|e| e.to_string())?;
-        let status: u16 = line
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .ok_or(format!("bad status line {line:?}"))?;
-        let mut length = 0usize;
-        loop {
-            let mut h = String::new();
-            conn.read_line(&mut h).map_err(|e| e.to_string())?;
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().map_err(|_| "bad content-length")?;
-                }
-            }
-        }
-        let mut buf = vec![0; length];
-        conn.read_exact(&mut buf).map_err(|e| e.to_string())?;
-        Ok((status, String::from_utf8_lossy(&buf).into_owned()))
-    }
-}
-
-/// A concept of about `words` words of prose, carrying `mark` in its
-/// description and last line.
-fn concept(prose: &Prose, rng: &mut SplitMix64, title: &str, mark: &str, words: usize) -> String {
-    let mut body = String::new();
-    while body.split_whitespace().count() < words {
-        prose.paragraph(rng, &mut body);
-        body.push_str("\n\n");
-    }
-    format!("---\ntype: Note\ntitle: \"{title}\"\ndescription: \"About {mark}.\"\n---\n\n# {title}\n\n{body}{mark}\n")
-}
-
 /// `count` new concepts of about `words` words in `bundle`, the `i`th
 /// titled and marked by `name(i)`.
 fn concepts(
@@ -271,7 +92,7 @@ fn concepts(
             Change {
                 bundle: bundle.into(),
                 path: format!("c{i:04}.md"),
-                content: Some(concept(prose, rng, &title, &mark, words).into_bytes()),
+                content: Some(prose.concept(rng, &title, &mark, words).into_bytes()),
                 pre: Pre::Any,
             }
         })
@@ -315,7 +136,7 @@ fn visibility(url: &str, rounds: usize) -> Result<Value, String> {
     let mut reads = 0usize;
     for i in 0..rounds {
         let mark = format!("visible{i}x");
-        let text = concept(&prose, &mut rng, "Visible", &mark, 120);
+        let text = prose.concept(&mut rng, "Visible", &mark, 120);
         let mut change =
             json!({"operation": "write", "bundle": "notes", "path": "v.md", "content": text});
         if let Some(h) = &hash {
@@ -463,7 +284,7 @@ fn print_latency(label: &str, v: &Value) {
 fn run(o: &Opts) -> Result<(), String> {
     build_okfit()?;
     std::fs::create_dir_all(out_dir()).map_err(|e| e.to_string())?;
-    let pg = server()?;
+    let pg = server(&out_dir().join("pg"))?;
     let vis = visibility(&pg.url, o.rounds)?;
     print_latency(
         "a commit through replica A, shown by replica B",
