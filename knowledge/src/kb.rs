@@ -26,6 +26,7 @@ use okfit_store::change::{
 };
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
+use okfit_store::progress::Task;
 use okfit_store::sqlite::Storage;
 use okfit_store::walk;
 use rayon::prelude::*;
@@ -437,14 +438,17 @@ impl Knowledge {
             }
         }
         // Compile outside any lock: pure work.
+        let task = Task::begin("compiling", Some(changes.len() as u64));
         let compiled: Vec<Option<Compiled>> = changes
             .par_iter()
             .map(|c| {
+                task.advance(1);
                 c.content
                     .as_ref()
                     .map(|b| compile::compile(&c.path, std::str::from_utf8(b).unwrap_or_default()))
             })
             .collect();
+        drop(task);
         let now = now_or(self.now);
         let mut guard = self.lock();
         match &mut *guard {

@@ -257,6 +257,18 @@ where
 }
 
 fn dispatch(command: Command) -> Result<i32, Error> {
+    if matches!(
+        command,
+        Command::Put(_)
+            | Command::Import(_)
+            | Command::Export(_)
+            | Command::Transact(_)
+            | Command::Restore(_)
+            | Command::Gc(_)
+            | Command::Verify(_)
+    ) {
+        crate::progress::show_on_terminal();
+    }
     match command {
         Command::Validate(a) => check(a, false),
         Command::Lint(a) => check(a, true),

@@ -10,6 +10,7 @@ use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, Pre};
 use okfit_store::dsn::{self, Dsn};
 use okfit_store::error::Error;
+use okfit_store::progress::Task;
 use okfit_tools::knowledge::commit_error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -329,13 +330,16 @@ pub fn import(a: ImportArgs) -> Result<i32, Error> {
     let mut all = vec![];
     let mut unchanged = 0;
     let mut skipped = 0;
+    let reading = Task::begin("reading", None);
     for (name, path) in &subdirs {
         let (docs, s) = read_bundle(path)?;
+        reading.advance(docs.len() as u64);
         skipped += s;
         let (c, u) = bundle_changes(&kb, name, docs)?;
         all.extend(c);
         unchanged += u;
     }
+    drop(reading);
     if skipped > 0 {
         eprintln!("skipped {skipped} file(s) that are not .md");
     }
@@ -364,7 +368,9 @@ pub fn export(a: ExportArgs) -> Result<i32, Error> {
         .map_err(|e| Error::Io(format!("cannot create {} ({e})", dir.display())))?;
     let root = okfit_store::beneath::Root::open(&dir)?;
     let mut n = 0;
+    let task = Task::begin("exporting", Some(sources.len() as u64));
     for (b, p, _) in &sources {
+        task.advance(1);
         let Some((bytes, _)) = kb.read_source(b, p)? else {
             continue;
         };
@@ -372,6 +378,7 @@ pub fn export(a: ExportArgs) -> Result<i32, Error> {
         root.write(&rel, &bytes, &rel)?;
         n += 1;
     }
+    drop(task);
     eprintln!("exported {n} documents to {}", dir.display());
     Ok(0)
 }

@@ -5,3 +5,4 @@
 
 pub mod cli;
 pub mod kbcli;
+pub mod progress;

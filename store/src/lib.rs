@@ -1,8 +1,8 @@
 //! okfit-store: the native ground floor. Typed errors, files reached
 //! without following links, the bundle walk, config discovery, connection
 //! strings, git provenance, the folder watcher and the live view of a
-//! folder, the SQLite and PostgreSQL stores, the roots TLS clients trust
-//! and the domain of a write. Nothing here knows about knowledge views, tools,
+//! folder, the SQLite and PostgreSQL stores, the roots TLS clients trust,
+//! progress of long work, and the domain of a write. Nothing here knows about knowledge views, tools,
 //! MCP or HTTP.
 
 #![warn(missing_docs)]
@@ -17,6 +17,7 @@ pub mod error;
 pub mod git;
 pub mod live;
 pub mod postgres;
+pub mod progress;
 pub mod sqlite;
 pub mod tls;
 pub mod walk;

@@ -6,6 +6,7 @@
 //! another database can take its place.
 
 use crate::error::Error;
+use crate::progress::Task;
 use okfit_core::doc::hex;
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
@@ -762,10 +763,15 @@ impl Storage for SqliteStore {
         }
         let cache = &self.term_ids;
         let mut fresh = NewTerms::new();
+        let task = Task::begin(
+            "writing documents",
+            Some((plan.deletes.len() + plan.upserts.len()) as u64),
+        );
         for slot in &plan.deletes {
             Self::update_postings(&tx, cache, &mut fresh, *slot, None)?;
             tx.prepare_cached("DELETE FROM docs WHERE slot = ?1")?
                 .execute([slot])?;
+            task.advance(1);
         }
         for d in &plan.upserts {
             let compiled = d.compiled.encode();
@@ -775,7 +781,9 @@ impl Storage for SqliteStore {
             )?
             .execute(params![d.slot, d.bundle, d.path, d.hash, len, compiled])?;
             Self::update_postings(&tx, cache, &mut fresh, d.slot, d.terms.as_ref())?;
+            task.advance(1);
         }
+        drop(task);
         for (slot, terms) in &plan.reindex {
             tx.prepare_cached("UPDATE docs SET len = ?2 WHERE slot = ?1")?
                 .execute(params![slot, terms.len as f64])?;
@@ -890,10 +898,12 @@ impl Storage for SqliteStore {
         out.documents = state.len();
         // The head must describe the current documents.
         let mut checked: std::collections::HashSet<String> = Default::default();
+        let task = Task::begin("verifying contents", None);
         let mut check_blob = |hash: &str, out: &mut Verified| -> rusqlite::Result<()> {
             if !checked.insert(hash.to_string()) {
                 return Ok(());
             }
+            task.advance(1);
             let bytes: Option<Vec<u8>> = tx
                 .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
                 .query_row([hash], |r| r.get(0))

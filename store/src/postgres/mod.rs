@@ -27,6 +27,7 @@ pub use pool::{connect, shown, PoolUse};
 pub use schema::migrate;
 
 use crate::error::Error;
+use crate::progress::Task;
 use crate::sqlite::{
     check_revision, content_problem, revision_digest, Changed, CommitPlan, DocRow, Head,
     RevisionInfo, State, Storage, Verified, COMPILER_VERSION,
@@ -519,6 +520,7 @@ impl Storage for PgStore {
         let mut state = Self::current_state(&mut tx, id)?;
         out.documents = state.len();
         let mut checked: std::collections::HashSet<String> = Default::default();
+        let task = Task::begin("verifying contents", None);
         for (i, (seq, info)) in revs.iter().enumerate() {
             if i > 0 {
                 Self::undo_between(&mut tx, id, &mut state, *seq, revs[i - 1].0)?;
@@ -528,19 +530,24 @@ impl Storage for PgStore {
                 .filter(|h| !checked.contains(*h))
                 .map(String::as_str)
                 .collect();
-            let found: HashMap<String, Vec<u8>> = tx
-                .query(
-                    "SELECT hash, bytes FROM okfit_blobs WHERE tenant = $1 AND hash = ANY($2)",
-                    &[&id, &unchecked],
-                )
-                .map_err(pg_err)?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            for hash in unchecked {
-                out.problems
-                    .extend(content_problem(hash, found.get(hash).map(Vec::as_slice)));
-                checked.insert(hash.to_string());
+            // A thousand contents per query: a large tenant's bytes are
+            // never all in memory at once.
+            for run in unchecked.chunks(1000) {
+                let found: HashMap<String, Vec<u8>> = tx
+                    .query(
+                        "SELECT hash, bytes FROM okfit_blobs WHERE tenant = $1 AND hash = ANY($2)",
+                        &[&id, &run],
+                    )
+                    .map_err(pg_err)?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                for hash in run {
+                    out.problems
+                        .extend(content_problem(hash, found.get(*hash).map(Vec::as_slice)));
+                    checked.insert(hash.to_string());
+                }
+                task.advance(run.len() as u64);
             }
             let newer = i.checked_sub(1).map(|j| &revs[j].1);
             check_revision(&mut out, newer, *seq, info, &state);

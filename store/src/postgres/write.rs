@@ -6,6 +6,7 @@
 
 use super::pool::pg_err;
 use crate::error::Error;
+use crate::progress::Task;
 use crate::sqlite::{term_changes, CommitPlan};
 use okfit_core::kb::search::DocTerms;
 use postgres::Transaction;
@@ -196,6 +197,7 @@ pub(super) fn postings(
         )
         .map_err(pg_err)?;
     }
+    let task = Task::begin("writing search postings", Some(put_slots.len() as u64));
     for ((slots, ids), tfs) in put_slots
         .chunks(ROWS)
         .zip(put_terms.chunks(ROWS))
@@ -208,7 +210,9 @@ pub(super) fn postings(
             &[&id, &ids, &slots, &tfs],
         )
         .map_err(pg_err)?;
+        task.advance(slots.len() as u64);
     }
+    drop(task);
     doc_terms(tx, id, &last)
 }
 
@@ -288,6 +292,7 @@ pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Resu
         )
         .map_err(pg_err)?;
     }
+    let task = Task::begin("writing documents", Some(rows.len() as u64));
     for run in runs(&rows, |r| r.5.len()) {
         let slots: Vec<i32> = run.iter().map(|r| r.0).collect();
         let bundles: Vec<&str> = run.iter().map(|r| r.1).collect();
@@ -306,7 +311,9 @@ pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Resu
             &[&id, &slots, &bundles, &paths, &hashes, &lens, &compiled],
         )
         .map_err(pg_err)?;
+        task.advance(run.len() as u64);
     }
+    drop(task);
     for run in runs(&plan.reindex, |_| 0) {
         let slots: Vec<i32> = run.iter().map(|(s, _)| *s as i32).collect();
         let lens: Vec<f64> = run.iter().map(|(_, t)| t.len as f64).collect();
