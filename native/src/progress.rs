@@ -10,20 +10,31 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long work runs before its bar is drawn.
+/// How long work runs before its bar is drawn, unless
+/// `OKFIT_PROGRESS_AFTER_MS` says otherwise.
 const QUIET: Duration = Duration::from_millis(500);
+
+fn quiet() -> Duration {
+    std::env::var("OKFIT_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(QUIET, Duration::from_millis)
+}
 
 /// Shows the store's progress on stderr from now on, when it is a terminal.
 pub fn show_on_terminal() {
     if std::io::stderr().is_terminal() {
-        install(Box::new(Bars));
+        install(Box::new(Bars { quiet: quiet() }));
     }
 }
 
-struct Bars;
+struct Bars {
+    quiet: Duration,
+}
 
 struct Bar {
     bar: ProgressBar,
+    quiet: Duration,
     started: Instant,
     drawn: AtomicBool,
 }
@@ -48,6 +59,7 @@ impl Reporter for Bars {
         bar.set_message(what.to_string());
         Box::new(Bar {
             bar,
+            quiet: self.quiet,
             started: Instant::now(),
             drawn: AtomicBool::new(false),
         })
@@ -58,7 +70,7 @@ impl Shown for Bar {
     fn advance(&self, n: u64) {
         self.bar.inc(n);
         if !self.drawn.load(Ordering::Relaxed)
-            && self.started.elapsed() >= QUIET
+            && self.started.elapsed() >= self.quiet
             && !self.drawn.swap(true, Ordering::Relaxed)
         {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());

@@ -671,6 +671,39 @@ fn import_stores_each_visible_subfolder_as_a_bundle() {
 }
 
 #[test]
+fn import_shows_progress_on_a_terminal_and_nothing_otherwise() {
+    let sb = Sandbox::new();
+    for i in 0..120 {
+        sb.write(
+            &format!("imp/a/n{i:03}.md"),
+            &format!("---\ntype: Note\ndescription: Note {i}.\n---\n# N{i}\n"),
+        );
+    }
+    let imp = sb.path("imp").display().to_string();
+    // stderr is a pipe: the summary line only.
+    let out = sb.store("piped", &["import", &imp]);
+    out.expect_code(0);
+    assert!(!out.stderr.contains("writing documents"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+
+    // On a terminal (script(1) gives the command one), a bar with counts
+    // and rate, drawn at once as OKFIT_PROGRESS_AFTER_MS asks.
+    let line = format!("{OKFIT} import {imp} --data {} --tenant tty", sb.data());
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env("OKFIT_PROGRESS_AFTER_MS", "0");
+    let out = finish(cmd);
+    out.expect_code(0);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("writing documents") && shown.contains("120/120"),
+        "{shown}"
+    );
+    assert!(shown.contains("/s"), "{shown}");
+    assert!(shown.contains("120 written"), "{shown}");
+}
+
+#[test]
 fn export_writes_exact_bytes_and_refuses_an_existing_directory() {
     let sb = Sandbox::new();
     let files: Vec<(&str, Vec<u8>)> = vec![
