@@ -676,7 +676,7 @@ fn import_shows_progress_on_a_terminal_and_nothing_otherwise() {
     for i in 0..120 {
         sb.write(
             &format!("imp/a/n{i:03}.md"),
-            &format!("---\ntype: Note\ndescription: Note {i}.\n---\n# N{i}\n"),
+            format!("---\ntype: Note\ndescription: Note {i}.\n---\n# N{i}\n"),
         );
     }
     let imp = sb.path("imp").display().to_string();
