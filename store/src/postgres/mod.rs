@@ -314,36 +314,35 @@ impl Storage for PgStore {
     fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
         Ok(self
             .client()?
-            .query_opt(
+            .query_prepared(
                 "SELECT bytes FROM okfit_blobs WHERE tenant = $1 AND hash = $2",
                 &[&self.id, &hash],
-            )
-            .map_err(pg_err)?
+            )?
+            .first()
             .map(|r| r.get(0)))
     }
 
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
         Ok(self
             .client()?
-            .query_opt(
+            .query_prepared(
                 "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
                 &[&self.id, &(slot as i32)],
-            )
-            .map_err(pg_err)?
+            )?
+            .first()
             .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0))))
     }
 
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
         Ok(self
             .client()?
-            .query(
+            .query_prepared(
                 // The term's id first, then the (tenant, term) range of the
                 // primary key, whatever the planner's statistics say.
                 "SELECT slot, tf FROM okfit_postings
                   WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = $2)",
                 &[&self.id, &term],
-            )
-            .map_err(pg_err)?
+            )?
             .iter()
             .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, f32>(1)))
             .collect())
@@ -357,7 +356,8 @@ impl Storage for PgStore {
         let id = self.id;
         let epoch = self.pool.heads.epoch();
         let mut guard = self.client()?;
-        let mut tx = guard.transaction().map_err(pg_err)?;
+        let (client, prepared) = guard.parts();
+        let mut tx = client.transaction().map_err(pg_err)?;
         // The head moves first: a concurrent commit on the same base waits
         // for this row, then finds it moved and updates nothing.
         let base_seq = base.map_or(0, |h| h.seq);
@@ -378,14 +378,19 @@ impl Storage for PgStore {
             cache: &self.term_ids,
             fresh: write::NewTerms::new(),
         };
-        write::blobs(&mut tx, id, plan)?;
-        write::docs(&mut tx, id, plan)?;
-        write::postings(&mut tx, id, &mut terms, plan)?;
+        let mut w = write::Writing {
+            tx: &mut tx,
+            prepared,
+            id,
+        };
+        write::blobs(&mut w, plan)?;
+        write::docs(&mut w, plan)?;
+        write::postings(&mut w, &mut terms, plan)?;
         let fresh = terms.fresh;
         let parent = head.as_ref().map(|h| h.revision.clone());
         let revision = revision_digest(parent.as_deref(), plan);
         let bundles = serde_json::to_string(&plan.bundles).unwrap_or_else(|_| "[]".into());
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_revisions(tenant, seq, revision, parent, snapshot, created, concepts, bundles)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
@@ -398,16 +403,14 @@ impl Storage for PgStore {
                 &(plan.concepts as i64),
                 &bundles,
             ],
-        )
-        .map_err(pg_err)?;
-        write::changes(&mut tx, id, seq, plan)?;
+        )?;
+        write::changes(&mut w, seq, plan)?;
         let new_head = Head {
             seq,
             revision: revision.clone(),
         };
         let payload = listen::payload(id, &new_head);
-        tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])
-            .map_err(pg_err)?;
+        w.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])?;
         tx.commit().map_err(pg_err)?;
         drop(guard);
         self.pool.heads.learn(epoch, id, Some(new_head));

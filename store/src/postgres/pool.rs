@@ -5,7 +5,7 @@
 use super::listen::Heads;
 use super::schema::migrate;
 use crate::error::Error;
-use postgres::{Client, NoTls};
+use postgres::{Client, GenericClient, NoTls, Statement};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -88,7 +88,7 @@ const IDLE: usize = 16;
 /// first success after a failure says so on stderr.
 pub(crate) struct Pool {
     url: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Session>>,
     migrated: OnceLock<()>,
     lost: AtomicBool,
     /// Connections lent out now.
@@ -178,12 +178,12 @@ impl Pool {
         })
     }
 
-    fn take(&self) -> Result<Client, Error> {
+    fn take(&self) -> Result<Session, Error> {
         loop {
             let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             match idle {
-                Some(c) if c.is_closed() => self.lost.store(true, Ordering::Relaxed),
-                Some(c) => return Ok(c),
+                Some(s) if s.client.is_closed() => self.lost.store(true, Ordering::Relaxed),
+                Some(s) => return Ok(s),
                 None => break,
             }
         }
@@ -195,12 +195,15 @@ impl Pool {
         if self.lost.swap(false, Ordering::Relaxed) {
             eprintln!("okfit: reconnected to PostgreSQL at {}", shown(&self.url));
         }
-        Ok(c)
+        Ok(Session {
+            client: c,
+            prepared: Prepared::default(),
+        })
     }
 
-    fn give(&self, c: Client) {
+    fn give(&self, c: Session) {
         self.lent.fetch_sub(1, Ordering::Relaxed);
-        if c.is_closed() {
+        if c.client.is_closed() {
             self.lost.store(true, Ordering::Relaxed);
             return;
         }
@@ -211,23 +214,80 @@ impl Pool {
     }
 }
 
+/// A pooled connection with the statements prepared on it.
+struct Session {
+    client: Client,
+    prepared: Prepared,
+}
+
+/// The statements prepared on one connection, by their text: each is
+/// parsed and planned by the server once per connection, not once per
+/// use.
+#[derive(Default)]
+pub(crate) struct Prepared(HashMap<&'static str, Statement>);
+
+impl Prepared {
+    /// `sql` prepared on `c`'s connection (the first time only).
+    pub(crate) fn get(
+        &mut self,
+        c: &mut impl GenericClient,
+        sql: &'static str,
+    ) -> Result<Statement, Error> {
+        if let Some(s) = self.0.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = c.prepare(sql).map_err(pg_err)?;
+        self.0.insert(sql, s.clone());
+        Ok(s)
+    }
+}
+
 /// A connection lent by a [`Pool`]; it goes back when dropped.
 pub(crate) struct Conn<'a> {
     pool: &'a Pool,
-    client: Option<Client>,
+    client: Option<Session>,
+}
+
+impl Conn<'_> {
+    fn session(&mut self) -> &mut Session {
+        // Present from creation until drop.
+        self.client.as_mut().unwrap_or_else(|| unreachable!())
+    }
+
+    /// The connection and the statements prepared on it, borrowed apart
+    /// so a transaction can use both.
+    pub(crate) fn parts(&mut self) -> (&mut Client, &mut Prepared) {
+        let s = self.session();
+        (&mut s.client, &mut s.prepared)
+    }
+
+    /// The rows of `sql` (prepared once per connection) with `params`.
+    pub(crate) fn query_prepared(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, Error> {
+        let (c, p) = self.parts();
+        let st = p.get(c, sql)?;
+        c.query(&st, params).map_err(pg_err)
+    }
 }
 
 impl std::ops::Deref for Conn<'_> {
     type Target = Client;
     fn deref(&self) -> &Client {
         // Present from creation until drop.
-        self.client.as_ref().unwrap_or_else(|| unreachable!())
+        &self
+            .client
+            .as_ref()
+            .unwrap_or_else(|| unreachable!())
+            .client
     }
 }
 
 impl std::ops::DerefMut for Conn<'_> {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().unwrap_or_else(|| unreachable!())
+        &mut self.session().client
     }
 }
 

@@ -4,16 +4,47 @@
 //! into chunks that keep every statement's parameters far below the
 //! protocol's limits.
 
-use super::pool::pg_err;
+use super::pool::{pg_err, Prepared};
 use crate::error::Error;
 use crate::progress::Task;
 use crate::sqlite::{term_changes, CommitPlan};
 use okfit_core::kb::search::DocTerms;
-use postgres::Transaction;
+use postgres::types::ToSql;
+use postgres::{Row, Transaction};
 use std::collections::{BTreeMap, HashMap};
 
 /// Term ids learnt during a commit, kept once it commits.
 pub(super) type NewTerms = HashMap<String, i64>;
+
+/// A commit's transaction with its connection's prepared statements.
+pub(super) struct Writing<'a, 't> {
+    pub tx: &'a mut Transaction<'t>,
+    pub prepared: &'a mut Prepared,
+    /// The tenant written.
+    pub id: i64,
+}
+
+impl Writing<'_, '_> {
+    /// Runs `sql` (prepared once per connection) with `params`.
+    pub fn execute(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, Error> {
+        let st = self.prepared.get(self.tx, sql)?;
+        self.tx.execute(&st, params).map_err(pg_err)
+    }
+
+    /// The rows of `sql` (prepared once per connection) with `params`.
+    pub fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Error> {
+        let st = self.prepared.get(self.tx, sql)?;
+        self.tx.query(&st, params).map_err(pg_err)
+    }
+}
 
 /// Rows per statement.
 const ROWS: usize = 20_000;
@@ -54,7 +85,7 @@ impl Terms<'_> {
     /// deadlock.
     fn learn<'t>(
         &mut self,
-        tx: &mut Transaction<'_>,
+        w: &mut Writing<'_, '_>,
         terms: impl IntoIterator<Item = &'t str>,
     ) -> Result<(), Error> {
         let mut missing: Vec<&str> = terms
@@ -64,19 +95,15 @@ impl Terms<'_> {
         missing.sort_unstable();
         missing.dedup();
         for run in runs(&missing, |t| t.len()) {
-            tx.execute(
+            w.execute(
                 "INSERT INTO okfit_terms(term) SELECT t FROM UNNEST($1::TEXT[]) AS u(t)
                  ON CONFLICT (term) DO NOTHING",
                 &[&run],
-            )
-            .map_err(pg_err)?;
-            for r in tx
-                .query(
-                    "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
-                    &[&run],
-                )
-                .map_err(pg_err)?
-            {
+            )?;
+            for r in w.query(
+                "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
+                &[&run],
+            )? {
                 self.fresh.insert(r.get(1), r.get(0));
             }
         }
@@ -111,17 +138,17 @@ fn final_terms(plan: &CommitPlan) -> BTreeMap<u32, Option<&DocTerms>> {
 }
 
 /// Stores the new contents of the commit.
-pub(super) fn blobs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Result<(), Error> {
+pub(super) fn blobs(w: &mut Writing<'_, '_>, plan: &CommitPlan) -> Result<(), Error> {
+    let id = w.id;
     for run in runs(&plan.blobs, |(_, b)| b.len()) {
         let (hashes, bytes): (Vec<&str>, Vec<&[u8]>) =
             run.iter().map(|(h, b)| (h.as_str(), b.as_slice())).unzip();
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_blobs(tenant, hash, bytes)
                SELECT $1, h, b FROM UNNEST($2::TEXT[], $3::BYTEA[]) AS u(h, b)
              ON CONFLICT (tenant, hash) DO NOTHING",
             &[&id, &hashes, &bytes],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     Ok(())
 }
@@ -138,22 +165,19 @@ struct SlotChange<'a> {
 /// from what the database holds to the slot's final terms, touching only
 /// the terms that differ.
 pub(super) fn postings(
-    tx: &mut Transaction<'_>,
-    id: i64,
+    w: &mut Writing<'_, '_>,
     terms: &mut Terms<'_>,
     plan: &CommitPlan,
 ) -> Result<(), Error> {
+    let id = w.id;
     let last = final_terms(plan);
     let slots: Vec<i32> = last.keys().map(|s| *s as i32).collect();
     let mut old: HashMap<i32, DocTerms> = HashMap::new();
     for run in runs(&slots, |_| 0) {
-        for r in tx
-            .query(
-                "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
-                &[&id, &run],
-            )
-            .map_err(pg_err)?
-        {
+        for r in w.query(
+            "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
+            &[&id, &run],
+        )? {
             if let Some(t) = DocTerms::decode(r.get::<_, &[u8]>(1)) {
                 old.insert(r.get(0), t);
             }
@@ -171,7 +195,7 @@ pub(super) fn postings(
         })
         .collect();
     terms.learn(
-        tx,
+        w,
         changes
             .iter()
             .flat_map(|c| c.gone.iter().copied().chain(c.put.iter().map(|(t, _)| *t))),
@@ -190,12 +214,11 @@ pub(super) fn postings(
         }
     }
     for (slots, ids) in gone_slots.chunks(ROWS).zip(gone_terms.chunks(ROWS)) {
-        tx.execute(
+        w.execute(
             "DELETE FROM okfit_postings p USING UNNEST($2::INT[], $3::BIGINT[]) AS u(s, t)
               WHERE p.tenant = $1 AND p.slot = u.s AND p.term = u.t",
             &[&id, &slots, &ids],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     let task = Task::begin("writing search postings", Some(put_slots.len() as u64));
     for ((slots, ids), tfs) in put_slots
@@ -203,36 +226,34 @@ pub(super) fn postings(
         .zip(put_terms.chunks(ROWS))
         .zip(put_tfs.chunks(ROWS))
     {
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_postings(tenant, term, slot, tf)
                SELECT $1, t, s, f FROM UNNEST($2::BIGINT[], $3::INT[], $4::REAL[]) AS u(t, s, f)
              ON CONFLICT (tenant, term, slot) DO UPDATE SET tf = excluded.tf",
             &[&id, &ids, &slots, &tfs],
-        )
-        .map_err(pg_err)?;
+        )?;
         task.advance(slots.len() as u64);
     }
     drop(task);
-    doc_terms(tx, id, &last)
+    doc_terms(w, &last)
 }
 
 /// Stores each touched slot's final terms (or removes them).
 fn doc_terms(
-    tx: &mut Transaction<'_>,
-    id: i64,
+    w: &mut Writing<'_, '_>,
     last: &BTreeMap<u32, Option<&DocTerms>>,
 ) -> Result<(), Error> {
+    let id = w.id;
     let emptied: Vec<i32> = last
         .iter()
         .filter(|(_, t)| t.is_none())
         .map(|(s, _)| *s as i32)
         .collect();
     for run in runs(&emptied, |_| 0) {
-        tx.execute(
+        w.execute(
             "DELETE FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
             &[&id, &run],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     let stored: Vec<(i32, Vec<u8>)> = last
         .iter()
@@ -241,13 +262,12 @@ fn doc_terms(
     for run in runs(&stored, |(_, b)| b.len()) {
         let (slots, bytes): (Vec<i32>, Vec<&[u8]>) =
             run.iter().map(|(s, b)| (*s, b.as_slice())).unzip();
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_doc_terms(tenant, slot, terms)
                SELECT $1, s, b FROM UNNEST($2::INT[], $3::BYTEA[]) AS u(s, b)
              ON CONFLICT (tenant, slot) DO UPDATE SET terms = excluded.terms",
             &[&id, &slots, &bytes],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     Ok(())
 }
@@ -255,14 +275,14 @@ fn doc_terms(
 /// Writes the current documents' rows: removed slots go, a path moving to
 /// another slot frees its old row, written documents are stored, and
 /// re-indexed ones get their new length.
-pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Result<(), Error> {
+pub(super) fn docs(w: &mut Writing<'_, '_>, plan: &CommitPlan) -> Result<(), Error> {
+    let id = w.id;
     let deleted: Vec<i32> = plan.deletes.iter().map(|s| *s as i32).collect();
     for run in runs(&deleted, |_| 0) {
-        tx.execute(
+        w.execute(
             "DELETE FROM okfit_docs WHERE tenant = $1 AND slot = ANY($2)",
             &[&id, &run],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     let rows: Vec<(i32, &str, &str, &str, f64, String)> = plan
         .upserts
@@ -285,12 +305,11 @@ pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Resu
         let slots: Vec<i32> = run.iter().map(|r| r.0).collect();
         let bundles: Vec<&str> = run.iter().map(|r| r.1).collect();
         let paths: Vec<&str> = run.iter().map(|r| r.2).collect();
-        tx.execute(
+        w.execute(
             "DELETE FROM okfit_docs d USING UNNEST($2::TEXT[], $3::TEXT[], $4::INT[]) AS u(b, p, s)
               WHERE d.tenant = $1 AND d.bundle = u.b AND d.path = u.p AND d.slot <> u.s",
             &[&id, &bundles, &paths, &slots],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     let task = Task::begin("writing documents", Some(rows.len() as u64));
     for run in runs(&rows, |r| r.5.len()) {
@@ -300,7 +319,7 @@ pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Resu
         let hashes: Vec<&str> = run.iter().map(|r| r.3).collect();
         let lens: Vec<f64> = run.iter().map(|r| r.4).collect();
         let compiled: Vec<&str> = run.iter().map(|r| r.5.as_str()).collect();
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_docs(tenant, slot, bundle, path, hash, len, compiled)
                SELECT $1, s, b, p, h, l, c
                  FROM UNNEST($2::INT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::FLOAT8[], $7::TEXT[])
@@ -309,31 +328,25 @@ pub(super) fn docs(tx: &mut Transaction<'_>, id: i64, plan: &CommitPlan) -> Resu
                path = excluded.path, hash = excluded.hash, len = excluded.len,
                compiled = excluded.compiled",
             &[&id, &slots, &bundles, &paths, &hashes, &lens, &compiled],
-        )
-        .map_err(pg_err)?;
+        )?;
         task.advance(run.len() as u64);
     }
     drop(task);
     for run in runs(&plan.reindex, |_| 0) {
         let slots: Vec<i32> = run.iter().map(|(s, _)| *s as i32).collect();
         let lens: Vec<f64> = run.iter().map(|(_, t)| t.len as f64).collect();
-        tx.execute(
+        w.execute(
             "UPDATE okfit_docs d SET len = u.l FROM UNNEST($2::INT[], $3::FLOAT8[]) AS u(s, l)
               WHERE d.tenant = $1 AND d.slot = u.s",
             &[&id, &slots, &lens],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     Ok(())
 }
 
 /// Records the changes of revision `seq`.
-pub(super) fn changes(
-    tx: &mut Transaction<'_>,
-    id: i64,
-    seq: i64,
-    plan: &CommitPlan,
-) -> Result<(), Error> {
+pub(super) fn changes(w: &mut Writing<'_, '_>, seq: i64, plan: &CommitPlan) -> Result<(), Error> {
+    let id = w.id;
     for run in runs(&plan.changes, |c| c.bundle.len() + c.path.len()) {
         let mut b = vec![];
         let mut p = vec![];
@@ -345,13 +358,12 @@ pub(super) fn changes(
             o.push(c.old.as_deref());
             n.push(c.new.as_deref());
         }
-        tx.execute(
+        w.execute(
             "INSERT INTO okfit_changes(tenant, seq, bundle, path, old, new)
                SELECT $1, $2, b, p, o, n
                  FROM UNNEST($3::TEXT[], $4::TEXT[], $5::TEXT[], $6::TEXT[]) AS u(b, p, o, n)",
             &[&id, &seq, &b, &p, &o, &n],
-        )
-        .map_err(pg_err)?;
+        )?;
     }
     Ok(())
 }
