@@ -54,23 +54,59 @@ pub fn shown(url: &str) -> String {
 /// Connects to `url`, a `postgres://` connection string, speaking TLS as
 /// its `sslmode` asks (see [`super::tls`]).
 pub fn connect(url: &str) -> Result<Client, Error> {
-    let (rest, tls) = super::tls::Tls::split(url)?;
-    let mut config: postgres::Config = rest
-        .parse()
-        .map_err(|e| Error::Usage(format!("invalid postgresql connection string ({e})")))?;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
+    Connector::new(url)?.connect()
+}
+
+/// What connecting to one database needs, worked out once: the parsed
+/// connection string and the TLS set-up (its trusted roots read once, not
+/// on every connection).
+pub(crate) struct Connector {
+    config: postgres::Config,
+    tls: super::tls::Tls,
+    make: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+}
+
+impl Connector {
+    /// The connector of `url`, a `postgres://` connection string.
+    pub(crate) fn new(url: &str) -> Result<Connector, Error> {
+        let (rest, tls) = super::tls::Tls::split(url)?;
+        let mut config: postgres::Config = rest
+            .parse()
+            .map_err(|e| Error::Usage(format!("invalid postgresql connection string ({e})")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // A peer that vanished without closing (a failover, a cut link) is
+        // noticed in about a minute rather than two hours.
+        config.keepalives_idle(KEEPALIVE_IDLE);
+        match tls.connector()? {
+            None => {
+                config.ssl_mode(postgres::config::SslMode::Disable);
+                Ok(Connector {
+                    config,
+                    tls,
+                    make: None,
+                })
+            }
+            Some(make) => {
+                config.ssl_mode(tls.mode());
+                Ok(Connector {
+                    config,
+                    tls,
+                    make: Some(make),
+                })
+            }
+        }
     }
-    // A peer that vanished without closing (a failover, a cut link) is
-    // noticed in about a minute rather than two hours.
-    config.keepalives_idle(KEEPALIVE_IDLE);
-    match tls.connector()? {
-        None => config
-            .ssl_mode(postgres::config::SslMode::Disable)
-            .connect(NoTls),
-        Some(connector) => config.ssl_mode(tls.mode()).connect(connector),
+
+    /// A new connection.
+    pub(crate) fn connect(&self) -> Result<Client, Error> {
+        match &self.make {
+            None => self.config.connect(NoTls),
+            Some(make) => self.config.connect(make.clone()),
+        }
+        .map_err(|e| super::tls::explain(e, &self.tls))
     }
-    .map_err(|e| super::tls::explain(e, &tls))
 }
 
 /// How long a connection attempt may take unless the string says.
@@ -88,6 +124,9 @@ const IDLE: usize = 16;
 /// first success after a failure says so on stderr.
 pub(crate) struct Pool {
     url: String,
+    /// Made at the first connection (a failure is not kept: the next
+    /// attempt tries again).
+    connector: Mutex<Option<Arc<Connector>>>,
     idle: Mutex<Vec<Session>>,
     migrated: OnceLock<()>,
     lost: AtomicBool,
@@ -128,6 +167,7 @@ impl Pool {
             .or_insert_with(|| {
                 Arc::new(Pool {
                     url: url.to_string(),
+                    connector: Mutex::new(None),
                     idle: Mutex::new(vec![]),
                     migrated: OnceLock::new(),
                     lost: AtomicBool::new(false),
@@ -187,7 +227,10 @@ impl Pool {
                 None => break,
             }
         }
-        let mut c = connect(&self.url).inspect_err(|_| self.lost.store(true, Ordering::Relaxed))?;
+        let mut c = self
+            .connector()
+            .and_then(|k| k.connect())
+            .inspect_err(|_| self.lost.store(true, Ordering::Relaxed))?;
         if self.migrated.get().is_none() {
             migrate(&mut c)?;
             let _ = self.migrated.set(());
@@ -199,6 +242,16 @@ impl Pool {
             client: c,
             prepared: Prepared::default(),
         })
+    }
+
+    fn connector(&self) -> Result<Arc<Connector>, Error> {
+        let mut k = self.connector.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(k) = &*k {
+            return Ok(k.clone());
+        }
+        let made = Arc::new(Connector::new(&self.url)?);
+        *k = Some(made.clone());
+        Ok(made)
     }
 
     fn give(&self, c: Session) {
