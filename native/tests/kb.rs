@@ -16,11 +16,15 @@
 //! `langonrock.md` §1.1, §3.6, §4.1–§4.4, §9.
 
 mod common;
+#[path = "common/pg.rs"]
+#[macro_use]
+mod pg;
 
 use common::{
     assert_hex64, blocking, bounded, call_tool as call_raw, close, copy_tree, result_text, row_ids,
     row_of, rows, tree_bytes, Client, Out,
 };
+use pg::Backend;
 use rmcp::model::ReadResourceRequestParams;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ServiceError, ServiceExt};
@@ -91,12 +95,32 @@ fn mcp_fixture(name: &str) -> PathBuf {
 struct Sandbox {
     _dir: tempfile::TempDir,
     root: PathBuf,
+    /// The `okf+postgres://` base of a fresh database when the tenants
+    /// live in PostgreSQL; `None`: SQLite under `<sandbox>/data`.
+    postgres: Option<String>,
 }
 
 impl Sandbox {
     fn new() -> Sandbox {
+        Sandbox::on(Backend::Sqlite)
+    }
+
+    /// A sandbox whose tenants live in `backend`.
+    fn on(backend: Backend) -> Sandbox {
         let (dir, root) = common::sandbox_dir("okfit-kb-");
-        Sandbox { _dir: dir, root }
+        Sandbox {
+            _dir: dir,
+            root,
+            postgres: (backend == Backend::Postgres).then(pg::fresh_database),
+        }
+    }
+
+    /// Whether `tenant` exists (its first write created it).
+    fn has_tenant(&self, tenant: &str) -> bool {
+        match &self.postgres {
+            None => self.tenant_dir(tenant).join("okfit.sqlite").exists(),
+            Some(_) => self.store(tenant, &["snapshot"]).code == 0,
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -113,9 +137,13 @@ impl Sandbox {
         self.path("data").join("tenants").join(tenant)
     }
 
-    /// `okf:///<sandbox>/data?tenant=<tenant>`.
+    /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
+    /// sandbox's PostgreSQL database.
     fn store_dsn(&self, tenant: &str) -> String {
-        format!("okf://{}?tenant={tenant}", self.data())
+        match &self.postgres {
+            None => format!("okf://{}?tenant={tenant}", self.data()),
+            Some(base) => format!("{base}?tenant={tenant}"),
+        }
     }
 
     /// `okf:///<sandbox>/<rel>`.
@@ -158,11 +186,16 @@ impl Sandbox {
         finish(self.std_command(MCP, args))
     }
 
-    /// `okfit ARGS… --data <sandbox>/data --tenant <tenant>`.
+    /// `okfit ARGS… --data <sandbox>/data --tenant <tenant>`, or `-c` the
+    /// tenant's PostgreSQL connection.
     fn store(&self, tenant: &str, args: &[&str]) -> Out {
         let data = self.data();
+        let dsn = self.store_dsn(tenant);
         let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--data", &data, "--tenant", tenant]);
+        match &self.postgres {
+            None => all.extend(["--data", &data, "--tenant", tenant]),
+            Some(_) => all.extend(["-c", &dsn]),
+        }
         self.okfit(&all)
     }
 
@@ -456,9 +489,8 @@ fn reading_a_missing_tenant_fails_naming_it_and_creates_nothing() {
 // 2. put / import / export
 // ------------------------------------------------------------------------
 
-#[test]
-fn put_keeps_the_store_equal_to_the_folder_and_reports_what_changed() {
-    let sb = Sandbox::new();
+fn put_keeps_the_store_equal_to_the_folder_and_reports_what_changed(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.copy_fixture("sales", "sales");
     let folder = sb.folder_dsn("sales");
     let store = sb.store_dsn("sales");
@@ -472,7 +504,7 @@ fn put_keeps_the_store_equal_to_the_folder_and_reports_what_changed() {
         err.contains("skipped 1 file(s) that are not .md"),
         "the non-.md file is skipped with a note: {err}"
     );
-    assert!(sb.tenant_dir("sales").join("okfit.sqlite").is_file());
+    assert!(sb.has_tenant("sales"));
 
     let same = |what: &str| -> String {
         let s = sb.conn(&store, &["manifest"]);
@@ -543,9 +575,10 @@ fn put_keeps_the_store_equal_to_the_folder_and_reports_what_changed() {
     assert_eq!(n, 3);
 }
 
-#[test]
-fn put_refuses_a_bad_path_and_stores_nothing() {
-    let sb = Sandbox::new();
+on_both_backends!(put_keeps_the_store_equal_to_the_folder_and_reports_what_changed);
+
+fn put_refuses_a_bad_path_and_stores_nothing(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.copy_fixture("sales", "sales");
     sb.put("sales", "sales");
     let before = sb.store("sales", &["manifest"]).ok();
@@ -577,15 +610,13 @@ fn put_refuses_a_bad_path_and_stores_nothing() {
     // A new tenant refused the same way is never created.
     let out = sb.store("fresh", &["put", &sb.path("sales").display().to_string()]);
     out.expect_code(1);
-    assert!(
-        !sb.tenant_dir("fresh").exists(),
-        "a refused put created a tenant"
-    );
+    assert!(!sb.has_tenant("fresh"), "a refused put created a tenant");
 }
 
-#[test]
-fn put_refuses_invalid_utf8_and_stores_nothing() {
-    let sb = Sandbox::new();
+on_both_backends!(put_refuses_a_bad_path_and_stores_nothing);
+
+fn put_refuses_invalid_utf8_and_stores_nothing(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.copy_fixture("sales", "sales");
     sb.put("sales", "sales");
     let before = sb.store("sales", &["manifest"]).ok();
@@ -609,15 +640,13 @@ fn put_refuses_invalid_utf8_and_stores_nothing() {
 
     let out = sb.store("other", &["put", &sb.path("sales").display().to_string()]);
     out.expect_code(1);
-    assert!(
-        !sb.tenant_dir("other").exists(),
-        "a refused put created a tenant"
-    );
+    assert!(!sb.has_tenant("other"), "a refused put created a tenant");
 }
 
-#[test]
-fn import_stores_each_visible_subfolder_as_a_bundle() {
-    let sb = Sandbox::new();
+on_both_backends!(put_refuses_invalid_utf8_and_stores_nothing);
+
+fn import_stores_each_visible_subfolder_as_a_bundle(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.write(
         "imp/a/x.md",
         "---\ntype: Note\ndescription: Alpha note.\n---\n# X\n",
@@ -670,6 +699,8 @@ fn import_stores_each_visible_subfolder_as_a_bundle() {
     assert!(out.stderr.contains("nothing changed"), "{}", out.stderr);
 }
 
+on_both_backends!(import_stores_each_visible_subfolder_as_a_bundle);
+
 #[test]
 fn import_shows_progress_on_a_terminal_and_nothing_otherwise() {
     let sb = Sandbox::new();
@@ -703,9 +734,8 @@ fn import_shows_progress_on_a_terminal_and_nothing_otherwise() {
     assert!(shown.contains("120 written"), "{shown}");
 }
 
-#[test]
-fn export_writes_exact_bytes_and_refuses_an_existing_directory() {
-    let sb = Sandbox::new();
+fn export_writes_exact_bytes_and_refuses_an_existing_directory(backend: Backend) {
+    let sb = Sandbox::on(backend);
     let files: Vec<(&str, Vec<u8>)> = vec![
         (
             "crlf.md",
@@ -782,13 +812,14 @@ fn export_writes_exact_bytes_and_refuses_an_existing_directory() {
     assert_eq!(tree_bytes(&out_dir), got);
 }
 
+on_both_backends!(export_writes_exact_bytes_and_refuses_an_existing_directory);
+
 // ------------------------------------------------------------------------
 // 3. manifest
 // ------------------------------------------------------------------------
 
-#[test]
-fn manifest_is_byte_identical_across_runs_and_filters_by_bundle() {
-    let sb = Sandbox::new();
+fn manifest_is_byte_identical_across_runs_and_filters_by_bundle(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.acme();
     let first = sb.store("acme", &["manifest"]);
     first.expect_code(0);
@@ -851,13 +882,14 @@ fn manifest_is_byte_identical_across_runs_and_filters_by_bundle() {
     assert!(out.stdout.is_empty());
 }
 
+on_both_backends!(manifest_is_byte_identical_across_runs_and_filters_by_bundle);
+
 // ------------------------------------------------------------------------
 // 4. search / get / snapshot: store ≡ folder
 // ------------------------------------------------------------------------
 
-#[test]
-fn search_get_and_snapshot_agree_between_store_and_folder() {
-    let sb = Sandbox::new();
+fn search_get_and_snapshot_agree_between_store_and_folder(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.copy_fixture("sales", "sales");
     sb.put("sales", "sales");
     let store = sb.store_dsn("sales");
@@ -977,13 +1009,14 @@ fn search_get_and_snapshot_agree_between_store_and_folder() {
     assert_eq!(parse_cli_snapshot(&out.ok()), (digest, 4));
 }
 
+on_both_backends!(search_get_and_snapshot_agree_between_store_and_folder);
+
 // ------------------------------------------------------------------------
 // 5. An MCP server on a store sees commits made by other processes
 // ------------------------------------------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_on_a_store_sees_commits_made_by_another_process() {
-    let sb = Sandbox::new();
+async fn mcp_on_a_store_sees_commits_made_by_another_process(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.copy_fixture("ops", "ops");
     sb.copy_fixture("sales", "sales");
     sb.put("ops", "acme");
@@ -1059,6 +1092,8 @@ async fn mcp_on_a_store_sees_commits_made_by_another_process() {
     );
     close(c).await;
 }
+
+on_both_backends!(async mcp_on_a_store_sees_commits_made_by_another_process);
 
 // ------------------------------------------------------------------------
 // 6. An MCP server on a folder reads it live
@@ -1229,9 +1264,8 @@ async fn mcp_store_lists_the_knowledge_tools_and_the_manifest_resource() {
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_store_manifest_and_search() {
-    let sb = Sandbox::new();
+async fn mcp_store_manifest_and_search(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.acme();
     let c = connect(&sb, &[&sb.store_dsn("acme")]).await;
 
@@ -1284,9 +1318,10 @@ async fn mcp_store_manifest_and_search() {
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_store_get_and_snapshot() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_store_manifest_and_search);
+
+async fn mcp_store_get_and_snapshot(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.acme();
     let c = connect(&sb, &[&sb.store_dsn("acme")]).await;
 
@@ -1379,6 +1414,8 @@ async fn mcp_store_get_and_snapshot() {
     }
     close(c).await;
 }
+
+on_both_backends!(async mcp_store_get_and_snapshot);
 
 /// The response to `id`: from the lines already read (responses to
 /// concurrent requests may come in any order), else read on (bounded).
@@ -1629,15 +1666,14 @@ async fn mcp_project_mode_lists_the_manifest_resource_last() {
     close(c).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mcp_on_a_store_ranks_like_a_fresh_process_after_a_rename_made_elsewhere() {
+async fn mcp_on_a_store_ranks_like_a_fresh_process_after_a_rename_made_elsewhere(backend: Backend) {
     // Two concepts match "widget" once; alpha's body is one word shorter,
     // so it ranks first. Another process then adds other/alpha.md: the
     // untouched main/alpha.md is renamed `main/alpha` (its id is a searched
     // field, so its search length grows past beta's). A long-running
     // server must rank exactly as a fresh process reading the same
     // revision does.
-    let sb = Sandbox::new();
+    let sb = Sandbox::on(backend);
     sb.write(
         "main/alpha.md",
         "---\ntype: Note\ndescription: First note.\n---\n# Alpha\n\nThe widget sits on the shelf.\n",
@@ -1672,9 +1708,10 @@ async fn mcp_on_a_store_ranks_like_a_fresh_process_after_a_rename_made_elsewhere
     close(c).await;
 }
 
-#[test]
-fn get_of_an_id_shared_by_two_bundles_names_the_candidates() {
-    let sb = Sandbox::new();
+on_both_backends!(async mcp_on_a_store_ranks_like_a_fresh_process_after_a_rename_made_elsewhere);
+
+fn get_of_an_id_shared_by_two_bundles_names_the_candidates(backend: Backend) {
+    let sb = Sandbox::on(backend);
     sb.write(
         "two/crm/customers.md",
         "---\ntype: Note\ndescription: CRM customers.\n---\n# Customers\n\nFrom the CRM.\n",
@@ -1699,6 +1736,8 @@ fn get_of_an_id_shared_by_two_bundles_names_the_candidates() {
     assert!(g.starts_with("@@ sales/customers\n"), "{g}");
     assert!(g.contains("\n@@ crm/customers\n"), "{g}");
 }
+
+on_both_backends!(get_of_an_id_shared_by_two_bundles_names_the_candidates);
 
 // ------------------------------------------------------------------------
 // 8. stderr names the connection

@@ -21,6 +21,7 @@
 
 mod common;
 #[path = "common/pg.rs"]
+#[macro_use]
 mod pg;
 
 use base64::Engine as _;
@@ -28,6 +29,7 @@ use common::{
     assert_hex64, blocking, bounded, call_tool as call_raw, close, result_text, row_ids,
     sha256_hex, Client, Out,
 };
+use pg::Backend;
 use rmcp::ServiceError;
 use serde_json::{json, Value};
 use std::io::Read;
@@ -82,42 +84,6 @@ struct Sandbox {
     /// The `okf+postgres://` base of a fresh database when the tenants
     /// live in PostgreSQL; `None`: SQLite under `<sandbox>/data`.
     postgres: Option<String>,
-}
-
-/// Where a test's tenants live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// Runs a test body once per store backend: tests `sqlite` and `postgres`
-/// in a module named after the body.
-macro_rules! on_both_backends {
-    (async $name:ident) => {
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$name(super::Backend::Sqlite).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                super::$name(super::Backend::Postgres).await
-            }
-        }
-    };
-    ($name:ident) => {
-        mod $name {
-            #[test]
-            fn sqlite() {
-                super::$name(super::Backend::Sqlite)
-            }
-            #[test]
-            fn postgres() {
-                super::$name(super::Backend::Postgres)
-            }
-        }
-    };
 }
 
 impl Sandbox {

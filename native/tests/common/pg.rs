@@ -11,6 +11,45 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Where a test's tenants live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite files under the sandbox's data root.
+    Sqlite,
+    /// A fresh database on the test server.
+    Postgres,
+}
+
+/// Runs a test body once per store backend: tests `sqlite` and `postgres`
+/// in a module named after the body.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    (async $name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::Backend::Sqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(super::Backend::Postgres).await
+            }
+        }
+    };
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$name(super::Backend::Sqlite)
+            }
+            #[test]
+            fn postgres() {
+                super::$name(super::Backend::Postgres)
+            }
+        }
+    };
+}
+
 pub const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
 pub const HANG: Duration = Duration::from_secs(120);
 
