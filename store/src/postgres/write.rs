@@ -163,28 +163,53 @@ struct SlotChange<'a> {
 
 /// Brings the postings and stored terms of every slot the commit touches
 /// from what the database holds to the slot's final terms, touching only
-/// the terms that differ.
+/// the terms that differ. Every new term is learnt first, in one sorted
+/// pass (so two commits adding the same new terms lock them in one order
+/// and never deadlock); then the slots go [`SLOTS`] at a time, so a large
+/// commit never holds all its postings' rows in memory at once.
 pub(super) fn postings(
     w: &mut Writing<'_, '_>,
     terms: &mut Terms<'_>,
     plan: &CommitPlan,
 ) -> Result<(), Error> {
+    let last: Vec<(u32, Option<&DocTerms>)> = final_terms(plan).into_iter().collect();
+    terms.learn(
+        w,
+        last.iter()
+            .filter_map(|(_, t)| *t)
+            .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str())),
+    )?;
+    let task = Task::begin("writing search postings", Some(last.len() as u64));
+    for run in last.chunks(SLOTS) {
+        slot_postings(w, terms, run)?;
+        doc_terms(w, run)?;
+        task.advance(run.len() as u64);
+    }
+    Ok(())
+}
+
+/// Slots whose postings are written together.
+const SLOTS: usize = 1_000;
+
+/// [`postings`] for one run of slots.
+fn slot_postings(
+    w: &mut Writing<'_, '_>,
+    terms: &mut Terms<'_>,
+    run: &[(u32, Option<&DocTerms>)],
+) -> Result<(), Error> {
     let id = w.id;
-    let last = final_terms(plan);
-    let slots: Vec<i32> = last.keys().map(|s| *s as i32).collect();
+    let slots: Vec<i32> = run.iter().map(|(s, _)| *s as i32).collect();
     let mut old: HashMap<i32, DocTerms> = HashMap::new();
-    for run in runs(&slots, |_| 0) {
-        for r in w.query(
-            "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
-            &[&id, &run],
-        )? {
-            if let Some(t) = DocTerms::decode(r.get::<_, &[u8]>(1)) {
-                old.insert(r.get(0), t);
-            }
+    for r in w.query(
+        "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
+        &[&id, &slots],
+    )? {
+        if let Some(t) = DocTerms::decode(r.get::<_, &[u8]>(1)) {
+            old.insert(r.get(0), t);
         }
     }
     let empty: Vec<(String, f32)> = vec![];
-    let changes: Vec<SlotChange> = last
+    let changes: Vec<SlotChange> = run
         .iter()
         .map(|(slot, new)| {
             let s = *slot as i32;
@@ -194,12 +219,9 @@ pub(super) fn postings(
             SlotChange { slot: s, gone, put }
         })
         .collect();
-    terms.learn(
-        w,
-        changes
-            .iter()
-            .flat_map(|c| c.gone.iter().copied().chain(c.put.iter().map(|(t, _)| *t))),
-    )?;
+    // The terms a slot loses are in the database already: learning them
+    // inserts nothing and takes no lock.
+    terms.learn(w, changes.iter().flat_map(|c| c.gone.iter().copied()))?;
     let (mut gone_slots, mut gone_terms) = (vec![], vec![]);
     let (mut put_slots, mut put_terms, mut put_tfs) = (vec![], vec![], vec![]);
     for c in &changes {
@@ -220,7 +242,6 @@ pub(super) fn postings(
             &[&id, &slots, &ids],
         )?;
     }
-    let task = Task::begin("writing search postings", Some(put_slots.len() as u64));
     for ((slots, ids), tfs) in put_slots
         .chunks(ROWS)
         .zip(put_terms.chunks(ROWS))
@@ -232,17 +253,12 @@ pub(super) fn postings(
              ON CONFLICT (tenant, term, slot) DO UPDATE SET tf = excluded.tf",
             &[&id, &ids, &slots, &tfs],
         )?;
-        task.advance(slots.len() as u64);
     }
-    drop(task);
-    doc_terms(w, &last)
+    Ok(())
 }
 
 /// Stores each touched slot's final terms (or removes them).
-fn doc_terms(
-    w: &mut Writing<'_, '_>,
-    last: &BTreeMap<u32, Option<&DocTerms>>,
-) -> Result<(), Error> {
+fn doc_terms(w: &mut Writing<'_, '_>, last: &[(u32, Option<&DocTerms>)]) -> Result<(), Error> {
     let id = w.id;
     let emptied: Vec<i32> = last
         .iter()
