@@ -449,3 +449,60 @@ fn tls_is_spoken_as_sslmode_asks() {
     assert_ne!(o.code, 0);
     assert!(o.stderr.contains("verify-full"), "{}", o.stderr);
 }
+
+#[test]
+fn commits_of_thousands_of_documents_answer_as_on_sqlite() {
+    // 2,400 documents in one import: several runs of slots and tens of
+    // thousands of postings rows in one commit. Then a second import
+    // rewrites half of them with other words and deletes 300.
+    let sb = Sandbox::new();
+    let note = |i: usize, v: usize| {
+        format!(
+            "---\ntype: Note\ndescription: Note {i}, version {v}.\n---\n# N{i}\n\nalpha{} beta{} common words here gamma{v}x{}\n",
+            i % 37,
+            i % 101,
+            i % 7
+        )
+    };
+    for i in 0..2400 {
+        let p = sb.path(&format!("imp/kb/n{i:04}.md"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, note(i, 1)).unwrap();
+    }
+    let imp = sb.path("imp").display().to_string();
+    let pg = format!("{}?tenant=big", fresh_database());
+    let lite = format!("okf://{}?tenant=big", sb.path("data").display());
+    let import = |dsn: &str| {
+        sb.okfit(&["import", &imp, "-c", dsn], None).expect_code(0);
+    };
+    let same = |when: &str| {
+        for args in [
+            vec!["snapshot"],
+            vec!["search", "alpha5", "beta7", "-k", "20"],
+            vec!["search", "common", "-k", "50"],
+            vec!["search", "gamma2x3", "-k", "50"],
+            vec!["manifest"],
+        ] {
+            let on = |dsn: &str| {
+                let mut a = args.clone();
+                a.extend(["-c", dsn]);
+                sb.okfit(&a, None).ok()
+            };
+            assert_eq!(on(&pg), on(&lite), "{when}: {args:?} differs");
+        }
+    };
+    import(&pg);
+    import(&lite);
+    same("after 2,400 documents in one commit");
+    for i in 0..1200 {
+        std::fs::write(sb.path(&format!("imp/kb/n{i:04}.md")), note(i, 2)).unwrap();
+    }
+    for i in 2100..2400 {
+        std::fs::remove_file(sb.path(&format!("imp/kb/n{i:04}.md"))).unwrap();
+    }
+    import(&pg);
+    import(&lite);
+    same("after rewriting 1,200 and deleting 300");
+    let v = sb.okfit(&["verify", "-c", &pg], None).ok();
+    assert!(v.contains("\"ok\":true"), "{v}");
+}
