@@ -124,13 +124,23 @@ async fn off_thread<T: Send + 'static>(
     work: impl FnOnce(&Server) -> T + Send + 'static,
 ) -> Result<T, ErrorData> {
     let this = server.clone();
-    let (value, changed) = tokio::task::spawn_blocking(move || {
+    let run = move || {
         let value = work(&this);
         let changed = this.tools.live().take_change();
         (value, changed)
-    })
-    .await
-    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    };
+    // On a multi-threaded runtime the work runs in place while this
+    // worker's other tasks move to another thread: no hand-over to the
+    // blocking pool and back, which on an idle machine costs more than a
+    // warm call.
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let (value, changed) = if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        tokio::task::block_in_place(run)
+    } else {
+        tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+    };
     if changed {
         let _ = context.peer.notify_resource_list_changed().await;
     }

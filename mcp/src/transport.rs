@@ -139,10 +139,11 @@ where
             }
         };
         let writer = async move {
-            while let Some(line) = line_rx.recv().await {
-                if output.write_all(line.as_bytes()).await.is_err()
-                    || output.write_all(b"\n").await.is_err()
-                    || output.flush().await.is_err()
+            while let Some(mut line) = line_rx.recv().await {
+                // One write per message: on stdout each write is a trip to
+                // tokio's blocking pool.
+                line.push('\n');
+                if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err()
                 {
                     break;
                 }
