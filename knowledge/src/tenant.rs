@@ -30,6 +30,20 @@ const IDLE_READERS: usize = 4;
 /// postings, before it answers from what it has.
 const CATCH_UP_TRIES: usize = 8;
 
+/// Attempts at a commit that other processes' commits keep overtaking
+/// (with no expected revision: each attempt starts from their state).
+const COMMIT_TRIES: u32 = 16;
+
+/// Waits before commit attempt `attempt` (from 1): a random time up to
+/// 1, 2, 4 … 64 ms, so processes committing to one tenant at once stop
+/// overtaking each other in step.
+fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, RandomState};
+    let cap_us = 1000u64 << attempt.min(6);
+    let random = RandomState::new().hash_one(std::time::Instant::now());
+    std::thread::sleep(std::time::Duration::from_micros(random % cap_us));
+}
+
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 4096;
 
@@ -288,7 +302,10 @@ impl Loaded {
         now: Instant,
     ) -> Result<Committed, CommitError> {
         let mut last = None;
-        for _attempt in 0..8 {
+        for attempt in 0..COMMIT_TRIES {
+            if attempt > 0 {
+                backoff(attempt);
+            }
             self.catch_up_now(store, tenant)?;
             match self.try_commit(store, changes, &compiled, expected, now) {
                 Err(CommitError::Other(Error::Conflict(m))) => {

@@ -95,9 +95,7 @@ fn mcp_fixture(name: &str) -> PathBuf {
 struct Sandbox {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    /// The `okf+postgres://` base of a fresh database when the tenants
-    /// live in PostgreSQL; `None`: SQLite under `<sandbox>/data`.
-    postgres: Option<String>,
+    tenants: pg::Tenants,
 }
 
 impl Sandbox {
@@ -110,17 +108,14 @@ impl Sandbox {
         let (dir, root) = common::sandbox_dir("okfit-kb-");
         Sandbox {
             _dir: dir,
+            tenants: pg::Tenants::on(backend, root.join("data")),
             root,
-            postgres: (backend == Backend::Postgres).then(pg::fresh_database),
         }
     }
 
     /// Whether `tenant` exists (its first write created it).
     fn has_tenant(&self, tenant: &str) -> bool {
-        match &self.postgres {
-            None => self.tenant_dir(tenant).join("okfit.sqlite").exists(),
-            Some(_) => self.store(tenant, &["snapshot"]).code == 0,
-        }
+        self.tenants.exists(tenant, |a| self.okfit(a))
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -129,21 +124,18 @@ impl Sandbox {
 
     /// The data root every store test uses.
     fn data(&self) -> String {
-        self.path("data").display().to_string()
+        self.tenants.data()
     }
 
     /// A tenant's directory in the data root.
     fn tenant_dir(&self, tenant: &str) -> PathBuf {
-        self.path("data").join("tenants").join(tenant)
+        self.tenants.tenant_dir(tenant)
     }
 
     /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
     /// sandbox's PostgreSQL database.
     fn store_dsn(&self, tenant: &str) -> String {
-        match &self.postgres {
-            None => format!("okf://{}?tenant={tenant}", self.data()),
-            Some(base) => format!("{base}?tenant={tenant}"),
-        }
+        self.tenants.dsn(tenant)
     }
 
     /// `okf:///<sandbox>/<rel>`.
@@ -189,14 +181,8 @@ impl Sandbox {
     /// `okfit ARGS… --data <sandbox>/data --tenant <tenant>`, or `-c` the
     /// tenant's PostgreSQL connection.
     fn store(&self, tenant: &str, args: &[&str]) -> Out {
-        let data = self.data();
-        let dsn = self.store_dsn(tenant);
-        let mut all: Vec<&str> = args.to_vec();
-        match &self.postgres {
-            None => all.extend(["--data", &data, "--tenant", tenant]),
-            Some(_) => all.extend(["-c", &dsn]),
-        }
-        self.okfit(&all)
+        let all = self.tenants.args(tenant, args);
+        self.okfit(&all.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// `okfit ARGS… -c <dsn>`.

@@ -81,9 +81,7 @@ struct Sandbox {
     _dir: tempfile::TempDir,
     root: PathBuf,
     exports: std::sync::atomic::AtomicUsize,
-    /// The `okf+postgres://` base of a fresh database when the tenants
-    /// live in PostgreSQL; `None`: SQLite under `<sandbox>/data`.
-    postgres: Option<String>,
+    tenants: pg::Tenants,
 }
 
 impl Sandbox {
@@ -97,34 +95,27 @@ impl Sandbox {
         let (dir, root) = common::sandbox_dir("okfit-store-");
         Sandbox {
             _dir: dir,
+            tenants: pg::Tenants::on(backend, root.join("data")),
             root,
             exports: Default::default(),
-            postgres: (backend == Backend::Postgres).then(pg::fresh_database),
         }
     }
 
     fn is_sqlite(&self) -> bool {
-        self.postgres.is_none()
+        self.tenants.is_sqlite()
     }
 
     /// Whether `tenant` exists (its first write created it).
     fn has_tenant(&self, tenant: &str) -> bool {
-        match &self.postgres {
-            None => self.db(tenant).exists(),
-            Some(_) => self.store(tenant, &["snapshot"]).code == 0,
-        }
+        self.tenants.exists(tenant, |a| self.okfit(a))
     }
 
     fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
-    fn data(&self) -> String {
-        self.path("data").display().to_string()
-    }
-
     fn tenant_dir(&self, tenant: &str) -> PathBuf {
-        self.path("data").join("tenants").join(tenant)
+        self.tenants.tenant_dir(tenant)
     }
 
     fn db(&self, tenant: &str) -> PathBuf {
@@ -134,10 +125,7 @@ impl Sandbox {
     /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
     /// sandbox's PostgreSQL database.
     fn store_dsn(&self, tenant: &str) -> String {
-        match &self.postgres {
-            None => format!("okf://{}?tenant={tenant}", self.data()),
-            Some(base) => format!("{base}?tenant={tenant}"),
-        }
+        self.tenants.dsn(tenant)
     }
 
     fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
@@ -166,17 +154,7 @@ impl Sandbox {
     /// `args` naming the tenant: `--data <sandbox>/data --tenant
     /// <tenant>` on SQLite, `-c <connection>` on PostgreSQL.
     fn store_args(&self, tenant: &str, args: &[&str]) -> Vec<String> {
-        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        match &self.postgres {
-            None => all.extend([
-                "--data".into(),
-                self.data(),
-                "--tenant".into(),
-                tenant.into(),
-            ]),
-            Some(_) => all.extend(["-c".into(), self.store_dsn(tenant)]),
-        }
-        all
+        self.tenants.args(tenant, args)
     }
 
     /// `okfit ARGS…` on `tenant` (see [`Sandbox::store_args`]).

@@ -50,6 +50,72 @@ macro_rules! on_both_backends {
     };
 }
 
+/// Where a sandbox's tenants live: SQLite files under its data root, or a
+/// fresh database on the test server.
+pub struct Tenants {
+    data: PathBuf,
+    /// The `okf+postgres://` base of the database; `None`: SQLite.
+    postgres: Option<String>,
+}
+
+impl Tenants {
+    /// Tenants in `backend`, with `data` as the SQLite data root.
+    pub fn on(backend: Backend, data: PathBuf) -> Tenants {
+        Tenants {
+            data,
+            postgres: (backend == Backend::Postgres).then(fresh_database),
+        }
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        self.postgres.is_none()
+    }
+
+    /// The SQLite data root.
+    pub fn data(&self) -> String {
+        self.data.display().to_string()
+    }
+
+    /// A SQLite tenant's directory.
+    pub fn tenant_dir(&self, tenant: &str) -> PathBuf {
+        self.data.join("tenants").join(tenant)
+    }
+
+    /// `okf:///<data>?tenant=<tenant>`, or the tenant of the database.
+    pub fn dsn(&self, tenant: &str) -> String {
+        match &self.postgres {
+            None => format!("okf://{}?tenant={tenant}", self.data()),
+            Some(base) => format!("{base}?tenant={tenant}"),
+        }
+    }
+
+    /// `args` naming the tenant: `--data <data> --tenant <tenant>` on
+    /// SQLite, `-c <connection>` on PostgreSQL.
+    pub fn args(&self, tenant: &str, args: &[&str]) -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        match &self.postgres {
+            None => all.extend([
+                "--data".into(),
+                self.data(),
+                "--tenant".into(),
+                tenant.into(),
+            ]),
+            Some(_) => all.extend(["-c".into(), self.dsn(tenant)]),
+        }
+        all
+    }
+
+    /// Whether `tenant` exists (its first write created it); `snapshot`
+    /// runs `okfit snapshot` with the given arguments.
+    pub fn exists(&self, tenant: &str, snapshot: impl FnOnce(&[&str]) -> Out) -> bool {
+        if self.is_sqlite() {
+            return self.tenant_dir(tenant).join("okfit.sqlite").exists();
+        }
+        let args = self.args(tenant, &["snapshot"]);
+        snapshot(&args.iter().map(String::as_str).collect::<Vec<_>>()).code == 0
+    }
+}
+
 pub const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
 pub const HANG: Duration = Duration::from_secs(120);
 
