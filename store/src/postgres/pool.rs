@@ -79,24 +79,12 @@ impl Connector {
         // A peer that vanished without closing (a failover, a cut link) is
         // noticed in about a minute rather than two hours.
         config.keepalives_idle(KEEPALIVE_IDLE);
-        match tls.connector()? {
-            None => {
-                config.ssl_mode(postgres::config::SslMode::Disable);
-                Ok(Connector {
-                    config,
-                    tls,
-                    make: None,
-                })
-            }
-            Some(make) => {
-                config.ssl_mode(tls.mode());
-                Ok(Connector {
-                    config,
-                    tls,
-                    make: Some(make),
-                })
-            }
-        }
+        let make = tls.connector()?;
+        config.ssl_mode(match make {
+            Some(_) => tls.mode(),
+            None => postgres::config::SslMode::Disable,
+        });
+        Ok(Connector { config, tls, make })
     }
 
     /// A new connection.
