@@ -22,6 +22,11 @@ pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1
 /// listen queue until one closes, and those already open are unaffected.
 pub const MAX_CONNECTIONS: usize = 512;
 
+/// Threads that run store work at once, beside the two async workers:
+/// requests beyond it wait their turn (two cores cannot run more at once,
+/// and a PostgreSQL round trip is short).
+const BLOCKING_THREADS: usize = 8;
+
 /// How `okfit serve` was asked to listen.
 #[derive(Clone, Debug, Default)]
 pub struct ServeOptions {
@@ -252,6 +257,10 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        // Store work runs in place (`block_in_place`), each call moving its
+        // worker's other tasks to a pool thread: a small pool keeps the
+        // thread count (and memory) near the work actually in flight.
+        .max_blocking_threads(BLOCKING_THREADS)
         .enable_all()
         .build()
         .map_err(|e| Error::Io(format!("cannot start the runtime: {e}")))?;

@@ -548,6 +548,9 @@ pub fn expand<'a>(
 
 /// Length of `s` in UTF-16 code units.
 fn utf16_len(s: &str) -> usize {
+    if s.is_ascii() {
+        return s.len();
+    }
     s.chars().map(char::len_utf16).sum()
 }
 
@@ -587,7 +590,11 @@ pub fn best_window_start(text: &str, query: &str) -> Option<usize> {
     let text_len = utf16_len(text);
 
     // Case-insensitive only when lowercasing keeps every UTF-16 length.
-    let lowered = text.to_lowercase();
+    let lowered = if text.is_ascii() {
+        text.to_ascii_lowercase()
+    } else {
+        text.to_lowercase()
+    };
     let lower_words: Vec<String> = typed.iter().map(|w| w.to_lowercase()).collect();
     let fold = utf16_len(&lowered) == text_len
         && typed
@@ -609,8 +616,10 @@ pub fn best_window_start(text: &str, query: &str) -> Option<usize> {
     // Whole-word occurrences as (byte start, byte end, word index).
     let mut occ: Vec<(usize, usize, usize)> = Vec::new();
     for (wi, w) in words.iter().enumerate() {
+        let finder = memchr::memmem::Finder::new(w.as_bytes());
         let mut from = 0;
-        while let Some(p) = hay[from..].find(w.as_str()) {
+        // A match of a whole UTF-8 word starts on a character boundary.
+        while let Some(p) = finder.find(&hay.as_bytes()[from..]) {
             let at = from + p;
             let end = at + w.len();
             let before = hay[..at].chars().next_back();
