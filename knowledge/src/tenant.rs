@@ -45,7 +45,7 @@ fn backoff(attempt: u32) {
 }
 
 /// The page cache of each read connection, KiB.
-const READER_CACHE_KIB: u32 = 4096;
+const READER_CACHE_KIB: u32 = 512;
 
 /// The read model and the head it shows.
 #[derive(Default)]
@@ -290,8 +290,9 @@ impl Loaded {
 }
 
 impl Loaded {
-    /// Commits `changes` through `store`, retrying from the new state when
-    /// another connection committed first (unless `expected` pins it).
+    /// Commits `changes` through `store` under the tenant's commit lock,
+    /// retrying from the new state should another connection still commit
+    /// first (one that takes no lock; unless `expected` pins the base).
     pub(crate) fn commit(
         &mut self,
         store: &mut dyn Storage,
@@ -301,6 +302,9 @@ impl Loaded {
         expected: Option<&str>,
         now: Instant,
     ) -> Result<Committed, CommitError> {
+        // Other processes' commits wait from here until this one lands, so
+        // the head read below is the one it builds on.
+        let _lock = store.lock_commits()?;
         let mut last = None;
         for attempt in 0..COMMIT_TRIES {
             if attempt > 0 {

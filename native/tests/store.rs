@@ -1626,6 +1626,79 @@ fn of_two_writers_replacing_the_same_hash_exactly_one_wins(backend: Backend) {
     );
 }
 
+on_both_backends!(a_commit_waits_while_another_process_holds_the_tenants_commit_lock);
+fn a_commit_waits_while_another_process_holds_the_tenants_commit_lock(backend: Backend) {
+    let sb = Sandbox::on(backend);
+    let t = "turns";
+    sb.store_in(
+        t,
+        &["write", "r", "first.md", "--create"],
+        concept("First", "one").as_bytes(),
+    )
+    .expect_code(0);
+    let held = sb.tenants.hold_commit_lock(t);
+    let second = sb.write("second.md", concept("Second", "two"));
+    let second = second.display().to_string();
+    let (mut child, feeder) = common::spawn(
+        sb.store_command(
+            t,
+            &["write", "r", "second.md", "--create", "--from", &second],
+        ),
+        None,
+    );
+    // Long enough for an unhindered write to land several times over.
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        child.try_wait().expect("poll the writer").is_none(),
+        "the write landed while another process held the tenant's commit lock"
+    );
+    assert_eq!(sb.history_all(t).len(), 1, "nothing committed meanwhile");
+    drop(held);
+    common::collect(child, feeder, HANG).expect_code(0);
+    assert_eq!(sb.history_all(t).len(), 2);
+}
+
+on_both_backends!(writers_in_many_processes_take_turns_and_every_commit_lands);
+fn writers_in_many_processes_take_turns_and_every_commit_lands(backend: Backend) {
+    const WRITERS: usize = 6;
+    const EACH: usize = 5;
+    let sb = Sandbox::on(backend);
+    let t = "crowd";
+    sb.store_in(
+        t,
+        &["write", "r", "base.md", "--create"],
+        concept("Base", "start").as_bytes(),
+    )
+    .expect_code(0);
+    let files: Vec<Vec<String>> = (0..WRITERS)
+        .map(|w| {
+            (0..EACH)
+                .map(|i| {
+                    let c = concept(&format!("Note {w} {i}"), &format!("writer {w}, note {i}"));
+                    sb.write(&format!("crowd/{w}-{i}.md"), &c)
+                        .display()
+                        .to_string()
+                })
+                .collect()
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for (w, notes) in files.iter().enumerate() {
+            let sb = &sb;
+            scope.spawn(move || {
+                for (i, f) in notes.iter().enumerate() {
+                    let name = format!("w{w}-{i}.md");
+                    sb.store(t, &["write", "r", &name, "--create", "--from", f])
+                        .expect_code(0);
+                }
+            });
+        }
+    });
+    assert_eq!(sb.history_all(t).len(), 1 + WRITERS * EACH);
+    assert_eq!(sb.export(t).len(), 1 + WRITERS * EACH);
+    sb.assert_verified(t);
+}
+
 // ------------------------------------------------------------------------
 // 6. CLI store commands and folder connections
 // ------------------------------------------------------------------------

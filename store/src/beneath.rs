@@ -215,6 +215,28 @@ impl Dir {
         Ok(Some(out))
     }
 
+    /// The regular file `name` opened for reading and writing, created
+    /// empty when missing (never through a link): a file to lock.
+    pub fn lock_file(&self, name: &str, shown: &str) -> Result<std::fs::File, Error> {
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::MLINK) => {
+                self.refuse_if_link(name, shown)?;
+                return Err(io_err("open", &self.path.join(name), Errno::LOOP));
+            }
+            Err(e) => return Err(io_err("open", &self.path.join(name), e)),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_err("open", &self.path.join(name), e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(Error::Refused(format!(
+                "cannot use \"{shown}\": \"{}\" is not a regular file",
+                self.shown_child(name)
+            )));
+        }
+        Ok(std::fs::File::from(fd))
+    }
+
     /// Writes `bytes` to a new staging file beside `name` (never an
     /// existing file, never through a link) and flushes it to disk;
     /// returns the staging file's name.

@@ -144,8 +144,37 @@ pub struct RevisionInfo {
 /// touched, and the current rows of those still present.
 pub type Changed = (Option<Head>, Vec<(String, String)>, Vec<DocRow>);
 
+/// Held while one connection commits to a tenant: until it drops, every
+/// other connection's [`Storage::lock_commits`] waits, in this process or
+/// another.
+pub struct CommitLock(#[allow(dead_code)] Box<dyn Send>);
+
+impl CommitLock {
+    /// A lock held as long as `held` lives (dropping it releases).
+    pub fn new(held: impl Send + 'static) -> CommitLock {
+        CommitLock(Box::new(held))
+    }
+}
+
+/// How long a commit waits for another connection's commit to the same
+/// tenant before it answers that the database is busy.
+pub const COMMIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The answer when [`COMMIT_LOCK_WAIT`] passed.
+pub fn busy(tenant: &str) -> Error {
+    Error::Conflict(format!(
+        "database busy: another process has been committing to tenant \"{tenant}\" for {} s; retry",
+        COMMIT_LOCK_WAIT.as_secs()
+    ))
+}
+
 /// Where and how a tenant's documents are kept.
 pub trait Storage: Send {
+    /// Waits until no other connection commits to this tenant, then holds
+    /// them off until the returned lock drops. A commit takes it before it
+    /// reads the head it builds on, so committers in several processes take
+    /// turns instead of overtaking each other.
+    fn lock_commits(&self) -> Result<CommitLock, Error>;
     /// The newest revision, if any. A store that follows commit
     /// announcements may answer from the last one it received, a few
     /// milliseconds behind another process's commit.
@@ -218,6 +247,9 @@ pub struct Verified {
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The data root and tenant, to reach the tenant's lock file.
+    root: PathBuf,
+    tenant: String,
     /// Term ids already in the database (ids are never reused or removed).
     term_ids: std::collections::HashMap<String, i64>,
 }
@@ -324,6 +356,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn,
             path,
+            root: root.to_path_buf(),
+            tenant: tenant.to_string(),
             term_ids: Default::default(),
         })
     }
@@ -656,6 +690,30 @@ impl SqliteStore {
 }
 
 impl Storage for SqliteStore {
+    /// An exclusive lock on `tenants/<tenant>/okfit.lock` (never the
+    /// database file: closing any descriptor of that would drop SQLite's
+    /// own locks). The kernel releases it if the process dies.
+    fn lock_commits(&self) -> Result<CommitLock, Error> {
+        let shown = format!("tenants/{}/okfit.lock", self.tenant);
+        let dir = crate::beneath::Root::open(&self.root)?
+            .dir(&format!("tenants/{}", self.tenant), false, &shown)?
+            .ok_or_else(|| store_err(&self.path, "the tenant's folder is gone"))?;
+        let file = dir.lock_file("okfit.lock", &shown)?;
+        let started = std::time::Instant::now();
+        let mut wait = std::time::Duration::from_micros(100);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(CommitLock::new(file)),
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < COMMIT_LOCK_WAIT => {
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(std::time::Duration::from_millis(4));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => return Err(busy(&self.tenant)),
+                Err(std::fs::TryLockError::Error(e)) => return Err(store_err(&self.path, e)),
+            }
+        }
+    }
+
     fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
         self.conn
             .pragma_update(None, "cache_size", -i64::from(kib))

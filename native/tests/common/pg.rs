@@ -116,6 +116,59 @@ impl Tenants {
     }
 }
 
+/// The first key of okfit's PostgreSQL commit locks
+/// (`pg_advisory_lock(key, tenant id)`), as the store takes them.
+const COMMIT_LOCKS: i32 = 0x6f6b_6663;
+
+/// A commit lock on a tenant held by the test itself, as another okfit
+/// process would hold it while committing; released when dropped.
+pub enum CommitLockHeld {
+    /// The lock file, locked.
+    Sqlite(std::fs::File),
+    /// The session holding the advisory lock.
+    Postgres(Box<postgres::Client>),
+}
+
+impl Tenants {
+    /// Takes `tenant`'s commit lock (the tenant must exist): commits by
+    /// okfit processes wait until the returned lock drops.
+    pub fn hold_commit_lock(&self, tenant: &str) -> CommitLockHeld {
+        match &self.postgres {
+            None => {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(self.tenant_dir(tenant).join("okfit.lock"))
+                    .expect("open the tenant's lock file");
+                file.lock().expect("lock the tenant's lock file");
+                CommitLockHeld::Sqlite(file)
+            }
+            Some(base) => {
+                let url = base.replacen("okf+postgres://", "postgres://", 1);
+                let tenant = tenant.to_string();
+                std::thread::spawn(move || {
+                    let mut c = postgres::Client::connect(&url, postgres::NoTls)
+                        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+                    let id: i64 = c
+                        .query_one("SELECT id FROM okfit_tenants WHERE name = $1", &[&tenant])
+                        .expect("the tenant exists")
+                        .get(0);
+                    c.execute(
+                        "SELECT pg_advisory_lock($1, $2)",
+                        &[&COMMIT_LOCKS, &(id as i32)],
+                    )
+                    .expect("take the commit lock");
+                    CommitLockHeld::Postgres(Box::new(c))
+                })
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }
+        }
+    }
+}
+
 pub const OKFIT: &str = env!("CARGO_BIN_EXE_okfit");
 pub const HANG: Duration = Duration::from_secs(120);
 

@@ -29,8 +29,8 @@ pub use schema::migrate;
 use crate::error::Error;
 use crate::progress::Task;
 use crate::sqlite::{
-    check_revision, content_problem, revision_digest, Changed, CommitPlan, DocRow, Head,
-    RevisionInfo, State, Storage, Verified, COMPILER_VERSION,
+    busy, check_revision, content_problem, revision_digest, Changed, CommitLock, CommitPlan,
+    DocRow, Head, RevisionInfo, State, Storage, Verified, COMMIT_LOCK_WAIT, COMPILER_VERSION,
 };
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
@@ -175,7 +175,7 @@ impl PgStore {
         })
     }
 
-    fn client(&self) -> Result<Conn<'_>, Error> {
+    fn client(&self) -> Result<Conn, Error> {
         self.pool.lend()
     }
 
@@ -252,7 +252,57 @@ impl PgStore {
     }
 }
 
+/// The first key of okfit's commit locks (`pg_advisory_lock(int, int)`;
+/// the second is the tenant's id): "okfc".
+const COMMIT_LOCKS: i32 = 0x6f6b_6663;
+
+/// A session-level advisory lock on one tenant's commits, held by a pooled
+/// connection; released (or the connection closed) when dropped.
+struct CommitHold {
+    conn: Option<Conn>,
+    key: i32,
+}
+
+impl Drop for CommitHold {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        let sql = format!("SELECT pg_advisory_unlock({COMMIT_LOCKS}, {})", self.key);
+        if conn.simple_query(&sql).is_err() {
+            // Closing the session releases the lock for certain.
+            conn.discard();
+        }
+    }
+}
+
 impl Storage for PgStore {
+    /// A session-level advisory lock on the tenant, taken on a pooled
+    /// connection; waiting for it gives up after [`COMMIT_LOCK_WAIT`]. A
+    /// process that dies loses its session, and the lock with it.
+    fn lock_commits(&self) -> Result<CommitLock, Error> {
+        let mut conn = self.client()?;
+        // Ids wrap into the lock's 32-bit key: two tenants sharing a key
+        // only take turns.
+        let key = self.id as i32;
+        let sql = format!(
+            "SET lock_timeout = '{}s'; SELECT pg_advisory_lock({COMMIT_LOCKS}, {key}); RESET lock_timeout",
+            COMMIT_LOCK_WAIT.as_secs()
+        );
+        // The three run as one implicit transaction: a timeout rolls the
+        // SET back too.
+        match conn.simple_query(&sql) {
+            Ok(_) => Ok(CommitLock::new(CommitHold {
+                conn: Some(conn),
+                key,
+            })),
+            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                Err(busy(&self.tenant))
+            }
+            Err(e) => Err(pg_err(e)),
+        }
+    }
+
     fn head(&self) -> Result<Option<Head>, Error> {
         if let Some(head) = self.pool.heads.known(self.id) {
             return Ok(head);

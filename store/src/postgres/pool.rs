@@ -17,6 +17,7 @@ pub(crate) fn pg_err(e: postgres::Error) -> Error {
     match e.code() {
         Some(c)
             if *c == postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+                || *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED
                 || *c == postgres::error::SqlState::UNIQUE_VIOLATION =>
         {
             Error::Conflict("database changed: re-read the revision and document hashes".into())
@@ -197,11 +198,11 @@ impl Pool {
     }
 
     /// A connection, lent until the returned guard drops.
-    pub(crate) fn lend(&self) -> Result<Conn<'_>, Error> {
+    pub(crate) fn lend(self: &Arc<Self>) -> Result<Conn, Error> {
         let client = self.take()?;
         self.lent.fetch_add(1, Ordering::Relaxed);
         Ok(Conn {
-            pool: self,
+            pool: self.clone(),
             client: Some(client),
         })
     }
@@ -284,12 +285,20 @@ impl Prepared {
 }
 
 /// A connection lent by a [`Pool`]; it goes back when dropped.
-pub(crate) struct Conn<'a> {
-    pool: &'a Pool,
+pub(crate) struct Conn {
+    pool: Arc<Pool>,
     client: Option<Session>,
 }
 
-impl Conn<'_> {
+impl Conn {
+    /// Closes the connection instead of returning it to the pool (its
+    /// session holds something the next user must not inherit).
+    pub(crate) fn discard(mut self) {
+        if self.client.take().is_some() {
+            self.pool.lent.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
     fn session(&mut self) -> &mut Session {
         // Present from creation until drop.
         self.client.as_mut().unwrap_or_else(|| unreachable!())
@@ -314,7 +323,7 @@ impl Conn<'_> {
     }
 }
 
-impl std::ops::Deref for Conn<'_> {
+impl std::ops::Deref for Conn {
     type Target = Client;
     fn deref(&self) -> &Client {
         // Present from creation until drop.
@@ -326,13 +335,13 @@ impl std::ops::Deref for Conn<'_> {
     }
 }
 
-impl std::ops::DerefMut for Conn<'_> {
+impl std::ops::DerefMut for Conn {
     fn deref_mut(&mut self) -> &mut Client {
         &mut self.session().client
     }
 }
 
-impl Drop for Conn<'_> {
+impl Drop for Conn {
     fn drop(&mut self) {
         if let Some(c) = self.client.take() {
             self.pool.give(c);
