@@ -44,6 +44,10 @@ fn backoff(attempt: u32) {
     std::thread::sleep(std::time::Duration::from_micros(random % cap_us));
 }
 
+/// Most changed documents whose postings a catch-up patches into the
+/// loaded terms; past it, the loaded terms are dropped and read again.
+const PATCH_SLOTS: usize = 64;
+
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 512;
 
@@ -249,21 +253,50 @@ impl Loaded {
             }
             let since = self.head.as_ref().map_or(0, |h| h.seq);
             let (head, keys, rows) = store.changed_since(since)?;
+            let mut upserted: Vec<u32> = rows.iter().map(|r| r.slot).collect();
+            upserted.sort_unstable();
+            let mut slots = upserted.clone();
             for (b, p) in &keys {
                 if let Some((slot, _)) = view.model.remove(b, p) {
                     view.index.forget(slot);
+                    slots.push(slot);
                 }
             }
             view.upsert_rows(rows);
             // Concepts renamed by those commits were re-indexed there (the
-            // id is a searched field): read their new lengths too.
-            for slot in view.model.settle() {
-                if let Some(t) = store.terms_of(slot)? {
-                    view.index.set_doc_len(slot, t.len);
+            // id is a searched field): their lengths and postings changed
+            // too (the rows read carry their own lengths already).
+            let renamed: Vec<u32> = view
+                .model
+                .settle()
+                .into_iter()
+                .filter(|s| upserted.binary_search(s).is_err())
+                .collect();
+            slots.extend(&renamed);
+            slots.sort_unstable();
+            slots.dedup();
+            if slots.len() <= PATCH_SLOTS {
+                // A few documents changed: patch the loaded postings with
+                // their stored terms rather than loading every term again.
+                view.index.drop_postings_of(&slots);
+                for slot in slots {
+                    if view.model.entry(slot).is_none() {
+                        continue;
+                    }
+                    if let Some(t) = store.terms_of(slot)? {
+                        view.index.insert(slot, &t);
+                    }
                 }
+            } else {
+                for slot in renamed {
+                    if let Some(t) = store.terms_of(slot)? {
+                        view.index.set_doc_len(slot, t.len);
+                    }
+                }
+                // Many changed (an import elsewhere): loaded postings are
+                // read again on demand.
+                view.index.clear_terms();
             }
-            // Postings changed underneath: loaded ones are read again.
-            view.index.clear_terms();
             self.head = head;
             return Ok(());
         }

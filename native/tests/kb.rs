@@ -1691,6 +1691,29 @@ async fn mcp_on_a_store_ranks_like_a_fresh_process_after_a_rename_made_elsewhere
         served, fresh,
         "after a commit elsewhere renamed main/alpha, the server ranks differently from a fresh process"
     );
+
+    // The server keeps the postings it loaded and patches in what other
+    // processes change: a rewritten, a new and a removed document.
+    sb.write(
+        "main/beta.md",
+        "---\ntype: Note\ndescription: Second note.\n---\n# Beta\n\nA widget, a widget and a widget.\n",
+    );
+    sb.write(
+        "main/gamma.md",
+        "---\ntype: Note\ndescription: Third note.\n---\n# Gamma\n\nOne widget too.\n",
+    );
+    sb.remove("main/alpha.md");
+    blocking(|| sb.put("main", "t"));
+    for q in ["widget", "shelf", "widget shelf note"] {
+        let served = text(&c, "search", json!({"query": q})).await;
+        let fresh = blocking(|| sb.store("t", &["search", q]).ok());
+        assert_eq!(
+            served, fresh,
+            "after edits elsewhere, {q:?} ranks differently from a fresh process"
+        );
+    }
+    let served = text(&c, "search", json!({"query": "widget"})).await;
+    assert_eq!(row_ids(&served), ["beta", "gamma"], "{served}");
     close(c).await;
 }
 

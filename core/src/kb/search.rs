@@ -289,6 +289,18 @@ impl Index {
         }
     }
 
+    /// Drops the postings of `slots` (sorted) from every loaded term, so
+    /// a cache can take their new versions with [`Index::insert`] instead
+    /// of loading every term again.
+    pub fn drop_postings_of(&mut self, slots: &[u32]) {
+        if slots.is_empty() {
+            return;
+        }
+        for list in self.postings.values_mut() {
+            list.retain(|(s, _)| slots.binary_search(s).is_err());
+        }
+    }
+
     /// Query terms (tokenized, de-duplicated) not loaded yet; always empty
     /// for a complete index.
     pub fn missing_terms(&self, query: &str) -> Vec<String> {

@@ -384,18 +384,22 @@ impl Storage for PgStore {
     }
 
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
-        Ok(self
-            .client()?
-            .query_prepared(
-                // The term's id first, then the (tenant, term) range of the
-                // primary key, whatever the planner's statistics say.
-                "SELECT slot, tf FROM okfit_postings
-                  WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = $2)",
-                &[&self.id, &term],
-            )?
-            .iter()
-            .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, f32>(1)))
-            .collect())
+        let rows = self.client()?.query_prepared(
+            // The term's id first, then the (tenant, term) range of the
+            // primary key, whatever the planner's statistics say. The
+            // postings come back as two arrays in one row: a common word's
+            // tens of thousands of rows would cost far more to send and
+            // decode one by one.
+            "SELECT coalesce(array_agg(slot), '{}'), coalesce(array_agg(tf), '{}') FROM okfit_postings
+              WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = $2)",
+            &[&self.id, &term],
+        )?;
+        let Some(r) = rows.first() else {
+            return Ok(vec![]);
+        };
+        let slots: Vec<i32> = r.try_get(0).map_err(pg_err)?;
+        let tfs: Vec<f32> = r.try_get(1).map_err(pg_err)?;
+        Ok(slots.into_iter().map(|s| s as u32).zip(tfs).collect())
     }
 
     fn commit(
