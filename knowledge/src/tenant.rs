@@ -314,9 +314,10 @@ impl Loaded {
         let Some(view) = self.view.as_mut() else {
             return Ok(());
         };
-        for t in view.index.missing_terms(query) {
-            let p = store.postings(&t)?;
-            view.index.load_term(&t, p);
+        let missing = view.index.missing_terms(query);
+        let lists = store.postings_of(&missing)?;
+        for (t, p) in missing.iter().zip(lists) {
+            view.index.load_term(t, p);
         }
         Ok(())
     }

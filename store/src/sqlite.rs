@@ -195,6 +195,11 @@ pub trait Storage: Send {
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error>;
     /// The postings `(slot, tf)` of one term.
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error>;
+    /// The postings of each of `terms`, in their order: one round trip
+    /// where the store is remote.
+    fn postings_of(&self, terms: &[String]) -> Result<Vec<Vec<(u32, f32)>>, Error> {
+        terms.iter().map(|t| self.postings(t)).collect()
+    }
     /// Applies `plan` atomically on top of `base`; a different head is a
     /// [`Error::Conflict`].
     fn commit(

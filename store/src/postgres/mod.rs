@@ -402,6 +402,31 @@ impl Storage for PgStore {
         Ok(slots.into_iter().map(|s| s as u32).zip(tfs).collect())
     }
 
+    fn postings_of(&self, terms: &[String]) -> Result<Vec<Vec<(u32, f32)>>, Error> {
+        if terms.len() < 2 {
+            return terms.iter().map(|t| self.postings(t)).collect();
+        }
+        // Each term's postings as in `postings`, all in one round trip.
+        let rows = self.client()?.query_prepared(
+            "SELECT q.i, x.slots, x.tfs FROM unnest($2::text[]) WITH ORDINALITY AS q(term, i)
+             CROSS JOIN LATERAL (
+               SELECT coalesce(array_agg(slot), '{}') AS slots, coalesce(array_agg(tf), '{}') AS tfs
+                 FROM okfit_postings
+                WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = q.term)) x",
+            &[&self.id, &terms],
+        )?;
+        let mut out = vec![vec![]; terms.len()];
+        for r in &rows {
+            let i: i64 = r.try_get(0).map_err(pg_err)?;
+            let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
+            let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
+            if let Some(list) = usize::try_from(i - 1).ok().and_then(|i| out.get_mut(i)) {
+                *list = slots.into_iter().map(|s| s as u32).zip(tfs).collect();
+            }
+        }
+        Ok(out)
+    }
+
     fn commit(
         &mut self,
         base: Option<&Head>,
