@@ -26,6 +26,12 @@ CREATE TABLE okfit_revisions(tenant BIGINT NOT NULL REFERENCES okfit_tenants(id)
   UNIQUE(tenant, revision));
 CREATE TABLE okfit_changes(tenant BIGINT NOT NULL, seq BIGINT NOT NULL, bundle TEXT NOT NULL,
   path TEXT NOT NULL, old TEXT, new TEXT, PRIMARY KEY(tenant, seq, bundle, path));
+", "
+-- A term's postings are read from the index alone (an index-only scan of
+-- consecutive leaf pages), not from table rows scattered across as many
+-- pages as the term has documents.
+ALTER TABLE okfit_postings DROP CONSTRAINT okfit_postings_pkey,
+  ADD CONSTRAINT okfit_postings_pkey PRIMARY KEY(tenant, term, slot) INCLUDE (tf);
 "];
 
 /// The lock key migrations run under (any constant shared by replicas).
