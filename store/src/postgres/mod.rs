@@ -252,6 +252,10 @@ impl PgStore {
     }
 }
 
+/// Documents a commit changes from which it vacuums the postings after
+/// landing (an import, a large transact).
+const VACUUM_AFTER: usize = 1000;
+
 /// The first key of okfit's commit locks (`pg_advisory_lock(int, int)`;
 /// the second is the tenant's id): "okfc".
 const COMMIT_LOCKS: i32 = 0x6f6b_6663;
@@ -491,9 +495,16 @@ impl Storage for PgStore {
         let payload = listen::payload(id, &new_head);
         w.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &payload])?;
         tx.commit().map_err(pg_err)?;
-        drop(guard);
         self.pool.heads.learn(epoch, id, Some(new_head));
         self.term_ids.extend(fresh);
+        if plan.upserts.len() + plan.deletes.len() >= VACUUM_AFTER {
+            // Index-only scans of the postings need their pages marked
+            // all-visible, which autovacuum would do only a minute or more
+            // later; until then every posting read visits its table page.
+            // Best effort: the commit has landed either way.
+            let _ = guard.batch_execute("VACUUM (ANALYZE) okfit_postings, okfit_docs");
+        }
+        drop(guard);
         Ok(plan.committed(seq, revision, parent))
     }
 
