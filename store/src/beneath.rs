@@ -189,28 +189,44 @@ impl Dir {
         }
     }
 
-    /// The bytes of the regular file `name`; `None` when missing.
-    pub fn read(&self, name: &str, shown: &str) -> Result<Option<Vec<u8>>, Error> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+    /// The regular file `name` opened with `flags` (and `mode` when it is
+    /// created), never through a link; `None` when missing. `what` names
+    /// the operation in errors.
+    fn open_regular(
+        &self,
+        name: &str,
+        flags: OFlags,
+        mode: Mode,
+        what: &str,
+        shown: &str,
+    ) -> Result<Option<std::fs::File>, Error> {
+        let fd = match rustix::fs::openat(&self.fd, name, flags | OFlags::NOFOLLOW, mode) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
             Err(Errno::LOOP | Errno::MLINK) => {
                 self.refuse_if_link(name, shown)?;
-                return Err(io_err("read", &self.path.join(name), Errno::LOOP));
+                return Err(io_err(what, &self.path.join(name), Errno::LOOP));
             }
-            Err(e) => return Err(io_err("read", &self.path.join(name), e)),
+            Err(e) => return Err(io_err(what, &self.path.join(name), e)),
         };
-        let st = rustix::fs::fstat(&fd).map_err(|e| io_err("read", &self.path.join(name), e))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_err(what, &self.path.join(name), e))?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             return Err(Error::Refused(format!(
                 "cannot use \"{shown}\": \"{}\" is not a regular file",
                 self.shown_child(name)
             )));
         }
+        Ok(Some(std::fs::File::from(fd)))
+    }
+
+    /// The bytes of the regular file `name`; `None` when missing.
+    pub fn read(&self, name: &str, shown: &str) -> Result<Option<Vec<u8>>, Error> {
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let Some(mut file) = self.open_regular(name, flags, Mode::empty(), "read", shown)? else {
+            return Ok(None);
+        };
         let mut out = vec![];
-        std::fs::File::from(fd)
-            .read_to_end(&mut out)
+        file.read_to_end(&mut out)
             .map_err(|e| io_err("read", &self.path.join(name), e))?;
         Ok(Some(out))
     }
@@ -218,23 +234,9 @@ impl Dir {
     /// The regular file `name` opened for reading and writing, created
     /// empty when missing (never through a link): a file to lock.
     pub fn lock_file(&self, name: &str, shown: &str) -> Result<std::fs::File, Error> {
-        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o644)) {
-            Ok(fd) => fd,
-            Err(Errno::LOOP | Errno::MLINK) => {
-                self.refuse_if_link(name, shown)?;
-                return Err(io_err("open", &self.path.join(name), Errno::LOOP));
-            }
-            Err(e) => return Err(io_err("open", &self.path.join(name), e)),
-        };
-        let st = rustix::fs::fstat(&fd).map_err(|e| io_err("open", &self.path.join(name), e))?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(Error::Refused(format!(
-                "cannot use \"{shown}\": \"{}\" is not a regular file",
-                self.shown_child(name)
-            )));
-        }
-        Ok(std::fs::File::from(fd))
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::CLOEXEC;
+        self.open_regular(name, flags, Mode::from_raw_mode(0o644), "open", shown)?
+            .ok_or_else(|| io_err("open", &self.path.join(name), Errno::NOENT))
     }
 
     /// Writes `bytes` to a new staging file beside `name` (never an
