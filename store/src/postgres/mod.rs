@@ -388,29 +388,21 @@ impl Storage for PgStore {
     }
 
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
-        let rows = self.client()?.query_prepared(
-            // The term's id first, then the (tenant, term) range of the
-            // primary key, whatever the planner's statistics say. The
-            // postings come back as two arrays in one row: a common word's
-            // tens of thousands of rows would cost far more to send and
-            // decode one by one.
-            "SELECT coalesce(array_agg(slot), '{}'), coalesce(array_agg(tf), '{}') FROM okfit_postings
-              WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = $2)",
-            &[&self.id, &term],
-        )?;
-        let Some(r) = rows.first() else {
-            return Ok(vec![]);
-        };
-        let slots: Vec<i32> = r.try_get(0).map_err(pg_err)?;
-        let tfs: Vec<f32> = r.try_get(1).map_err(pg_err)?;
-        Ok(slots.into_iter().map(|s| s as u32).zip(tfs).collect())
+        Ok(self
+            .postings_of(&[term.to_string()])?
+            .pop()
+            .unwrap_or_default())
     }
 
     fn postings_of(&self, terms: &[String]) -> Result<Vec<Vec<(u32, f32)>>, Error> {
-        if terms.len() < 2 {
-            return terms.iter().map(|t| self.postings(t)).collect();
+        if terms.is_empty() {
+            return Ok(vec![]);
         }
-        // Each term's postings as in `postings`, all in one round trip.
+        // Per term, its id first, then the (tenant, term) range of the
+        // primary key, whatever the planner's statistics say; the postings
+        // come back as two arrays in one row (a common word's tens of
+        // thousands of rows would cost far more to send and decode one by
+        // one), every term in one round trip.
         let rows = self.client()?.query_prepared(
             "SELECT q.i, x.slots, x.tfs FROM unnest($2::text[]) WITH ORDINALITY AS q(term, i)
              CROSS JOIN LATERAL (
