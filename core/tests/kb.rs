@@ -593,6 +593,37 @@ fn global_ids_are_unique_even_when_a_folder_is_named_like_a_bundle() {
     }
 }
 
+#[test]
+fn ids_stay_unique_when_the_clash_arrives_one_document_at_a_time() {
+    // Enough other concepts that a single change looks its `b/l` holders
+    // up per bundle, where loading all at once scans every local id: both
+    // must give the ids a whole build gives.
+    let mut docs: Vec<(String, String, String)> = (0..40)
+        .map(|i| ("ops".into(), format!("n{i}.md"), note("Ops.\n")))
+        .collect();
+    docs.push(("ops".into(), "orders.md".into(), note("Ops orders.\n")));
+    docs.push(("ops".into(), "sales/orders.md".into(), note("Copy.\n")));
+    let mut kb = Kb::build("acme", &docs);
+    assert_eq!(kb.id("ops", "sales/orders.md"), "sales/orders");
+    let sales = (
+        "sales".to_string(),
+        "orders.md".to_string(),
+        note("Sales.\n"),
+    );
+    kb.put(&sales.0, &sales.1, &sales.2);
+    let renamed = kb.settle();
+    assert!(renamed.contains(&kb.slot("ops", "sales/orders.md")));
+    docs.push(sales);
+    let whole = Kb::build("acme", &docs);
+    for (b, p, _) in &docs {
+        let id = kb.id(b, p);
+        assert_eq!(id, whole.id(b, p), "{b}/{p}");
+        assert_eq!(kb.model.resolve(&id), Ok(kb.slot(b, p)), "{b}/{p} as {id}");
+    }
+    assert_eq!(kb.id("sales", "orders.md"), "sales/orders");
+    assert_ne!(kb.id("ops", "sales/orders.md"), "sales/orders");
+}
+
 // -------------------------------------------------------------- manifest
 
 #[test]

@@ -15,7 +15,7 @@ use crate::options::GetOptions;
 use crate::tenant::{Loaded, StoreKb};
 use crate::view::View;
 use okfit_core::kb::compile::{self, Compiled};
-use okfit_core::kb::model::{self, Entry};
+use okfit_core::kb::model::{self, Entry, Sources};
 use okfit_core::kb::names;
 use okfit_core::kb::search;
 use okfit_core::time::Instant;
@@ -213,7 +213,7 @@ impl Knowledge {
     fn read<R>(
         &self,
         query: Option<&str>,
-        f: impl FnOnce(&View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
+        f: impl FnOnce(&View, &mut dyn Sources) -> Result<R, Error>,
     ) -> Result<R, Error> {
         if let Some(sk) = &self.store {
             return sk.read(query, f);
@@ -338,7 +338,9 @@ impl Knowledge {
                 };
                 // Stored contents are UTF-8 (checked on commit): the text
                 // is the bytes.
-                Ok(body(e).map(|t| (t.as_bytes().to_vec(), e.hash.clone())))
+                Ok(body
+                    .text(e)
+                    .map(|t| (t.as_bytes().to_vec(), e.hash.clone())))
             });
             return match read {
                 Err(Error::NoTenant(_)) => Ok(None),

@@ -9,7 +9,7 @@
 
 use crate::view::View;
 use okfit_core::kb::compile::Compiled;
-use okfit_core::kb::model::Entry;
+use okfit_core::kb::model::{Entry, Sources};
 use okfit_core::kb::search::DocTerms;
 use okfit_core::time::{self, Instant};
 use okfit_store::backend::Location;
@@ -103,6 +103,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The document texts of one read: the tenant's cache, then its store.
+struct Texts<'a> {
+    kb: &'a StoreKb,
+    conn: &'a dyn Storage,
+}
+
+impl Sources for Texts<'_> {
+    fn text(&mut self, e: &Entry) -> Option<Arc<str>> {
+        self.kb.text(self.conn, e)
+    }
+
+    fn prefetch(&mut self, entries: &[&Entry]) {
+        self.kb.prefetch(self.conn, entries);
+    }
+}
+
 impl StoreKb {
     /// A tenant of the store at `at`; nothing is opened until the first
     /// call.
@@ -139,12 +155,43 @@ impl StoreKb {
             return Some(t.clone());
         }
         let bytes = conn.blob(&e.hash).ok()??;
+        self.keep_text(&e.hash, bytes)
+    }
+
+    /// Reads the texts of `entries` not cached yet in one request.
+    fn prefetch(&self, conn: &dyn Storage, entries: &[&Entry]) {
+        let mut wanted: Vec<&str> = {
+            let texts = lock(&self.texts);
+            entries
+                .iter()
+                .map(|e| e.hash.as_str())
+                .filter(|h| !texts.contains_key(*h))
+                .collect()
+        };
+        wanted.sort_unstable();
+        wanted.dedup();
+        if wanted.len() < 2 {
+            return;
+        }
+        // A failed read is read again, one by one, when the text is asked
+        // for (and reported there).
+        if let Ok(found) = conn.blobs(&wanted) {
+            for (h, bytes) in wanted.iter().zip(found) {
+                if let Some(bytes) = bytes {
+                    self.keep_text(h, bytes);
+                }
+            }
+        }
+    }
+
+    /// Caches a text read from the store (the cache starts over when full).
+    fn keep_text(&self, hash: &str, bytes: Vec<u8>) -> Option<Arc<str>> {
         let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
         let mut texts = lock(&self.texts);
         if texts.len() >= TEXT_CACHE {
             texts.clear();
         }
-        texts.insert(e.hash.clone(), t.clone());
+        texts.insert(hash.to_string(), t.clone());
         Some(t)
     }
 
@@ -153,7 +200,7 @@ impl StoreKb {
     pub(crate) fn read<R>(
         &self,
         query: Option<&str>,
-        f: impl FnOnce(&View, &mut dyn FnMut(&Entry) -> Option<Arc<str>>) -> Result<R, Error>,
+        f: impl FnOnce(&View, &mut dyn Sources) -> Result<R, Error>,
     ) -> Result<R, Error> {
         let conn = self.borrow()?;
         let head = conn.head()?;
@@ -161,7 +208,13 @@ impl StoreKb {
             let st = self.state.read().unwrap_or_else(|p| p.into_inner());
             if let Some(view) = st.view.as_ref().filter(|_| st.shows(&head)) {
                 if query.is_none_or(|q| view.index.missing_terms(q).is_empty()) {
-                    return f(view, &mut |e| self.text(&*conn, e));
+                    return f(
+                        view,
+                        &mut Texts {
+                            kb: self,
+                            conn: &*conn,
+                        },
+                    );
                 }
             }
         }
@@ -184,7 +237,13 @@ impl StoreKb {
             .view
             .as_ref()
             .ok_or_else(|| Error::Store("no view".into()))?;
-        f(view, &mut |e| self.text(&*conn, e))
+        f(
+            view,
+            &mut Texts {
+                kb: self,
+                conn: &*conn,
+            },
+        )
     }
 
     /// Runs `f` with the commit connection and the model to itself, the

@@ -191,6 +191,11 @@ pub trait Storage: Send {
     fn changed_since(&self, seq: i64) -> Result<Changed, Error>;
     /// The exact bytes of a content hash.
     fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error>;
+    /// The bytes of each of `hashes`, in their order: one round trip where
+    /// the store is remote.
+    fn blobs(&self, hashes: &[&str]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        hashes.iter().map(|h| self.blob(h)).collect()
+    }
     /// The stored search terms of a slot.
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error>;
     /// The postings `(slot, tf)` of one term.

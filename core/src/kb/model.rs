@@ -41,6 +41,22 @@ pub struct Entry {
     local: String,
 }
 
+/// Where a model reads its documents' source texts from.
+pub trait Sources {
+    /// The whole source text of `e`, if it can be read.
+    fn text(&mut self, e: &Entry) -> Option<std::sync::Arc<str>>;
+    /// Readies the texts of `entries`, about to be read one by one (a
+    /// store on a server reads them in one round trip); by default,
+    /// nothing.
+    fn prefetch(&mut self, _entries: &[&Entry]) {}
+}
+
+impl<F: FnMut(&Entry) -> Option<std::sync::Arc<str>> + ?Sized> Sources for F {
+    fn text(&mut self, e: &Entry) -> Option<std::sync::Arc<str>> {
+        self(e)
+    }
+}
+
 impl Entry {
     /// True for a concept (every non-navigation document).
     pub fn is_concept(&self) -> bool {
@@ -407,8 +423,24 @@ impl Model {
             if let Some(v) = self.by_local.get(local) {
                 recompute.extend(v.iter().copied());
             }
-            for b in self.bundles.keys() {
-                if let Some(v) = self.by_local.get(&format!("{b}/{local}")) {
+        }
+        // The `b/l` holders: looked up per bundle for a few touched ids,
+        // found in one pass over the local ids when many were touched (a
+        // whole tenant loading), whichever is less work.
+        if touched.len().saturating_mul(self.bundles.len()) <= self.by_local.len() {
+            for local in &touched {
+                for b in self.bundles.keys() {
+                    if let Some(v) = self.by_local.get(&format!("{b}/{local}")) {
+                        recompute.extend(v.iter().copied());
+                    }
+                }
+            }
+        } else {
+            for (id, v) in &self.by_local {
+                let held = id.match_indices('/').any(|(i, _)| {
+                    touched.contains(&id[i + 1..]) && self.bundles.contains_key(&id[..i])
+                });
+                if held {
                     recompute.extend(v.iter().copied());
                 }
             }
@@ -708,7 +740,7 @@ impl Model {
         k: usize,
         bundle: Option<&str>,
         now: Instant,
-        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
+        body: &mut dyn Sources,
     ) -> Result<String, String> {
         self.search_with(index, query, k, bundle, true, now, body)
     }
@@ -723,7 +755,7 @@ impl Model {
         bundle: Option<&str>,
         expand: bool,
         now: Instant,
-        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
+        body: &mut dyn Sources,
     ) -> Result<String, String> {
         self.check_bundle(bundle)?;
         let keep = |s: u32| {
@@ -756,10 +788,12 @@ impl Model {
             direct.len(),
             linked.len()
         ));
+        let hits: Vec<&Entry> = direct.iter().filter_map(|s| self.entry(*s)).collect();
+        body.prefetch(&hits);
         for s in &direct {
             self.row(*s, now, &mut out);
             out.push('\t');
-            let text = self.entry(*s).and_then(|e| Some((e, body(e)?)));
+            let text = self.entry(*s).and_then(|e| Some((e, body.text(e)?)));
             let pos = text.and_then(|(e, t)| {
                 search::best_window_start(t.get(e.compiled.body_start as usize..)?, query)
             });
@@ -785,8 +819,15 @@ impl Model {
         ids: &[String],
         section: Option<&str>,
         opts: &SliceOptions,
-        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
+        body: &mut dyn Sources,
     ) -> Result<Fetched, String> {
+        let wanted: Vec<&Entry> = ids
+            .iter()
+            .filter_map(|id| self.resolve(id).ok())
+            .filter_map(|s| self.entry(s))
+            .filter(|e| e.is_concept())
+            .collect();
+        body.prefetch(&wanted);
         let mut found: Vec<(String, Slice)> = vec![];
         let mut missing: Vec<String> = vec![];
         let mut seen = BTreeSet::new();
@@ -811,7 +852,7 @@ impl Model {
                 missing.push(id.clone());
                 continue;
             };
-            let Some(source) = body(e) else {
+            let Some(source) = body.text(e) else {
                 missing.push(id.clone());
                 continue;
             };
@@ -841,7 +882,7 @@ impl Model {
         ids: &[String],
         section: Option<&str>,
         opts: &SliceOptions,
-        body: &mut dyn FnMut(&Entry) -> Option<std::sync::Arc<str>>,
+        body: &mut dyn Sources,
     ) -> Result<String, String> {
         let (found, missing) = self.get(ids, section, opts, body)?;
         let f: Vec<(&str, &Slice)> = found.iter().map(|(i, s)| (i.as_str(), s)).collect();

@@ -376,6 +376,21 @@ impl Storage for PgStore {
             .map(|r| r.get(0)))
     }
 
+    fn blobs(&self, hashes: &[&str]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        if hashes.is_empty() {
+            return Ok(vec![]);
+        }
+        let rows = self.client()?.query_prepared(
+            "SELECT hash, bytes FROM okfit_blobs WHERE tenant = $1 AND hash = ANY($2)",
+            &[&self.id, &hashes],
+        )?;
+        let mut found: HashMap<&str, Vec<u8>> = HashMap::with_capacity(rows.len());
+        for r in &rows {
+            found.insert(r.try_get(0).map_err(pg_err)?, r.try_get(1).map_err(pg_err)?);
+        }
+        Ok(hashes.iter().map(|h| found.get(h).cloned()).collect())
+    }
+
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
         Ok(self
             .client()?
