@@ -182,6 +182,7 @@ fn main() -> ExitCode {
         "wasm.json",
         "reads-during-commits.json",
         "replicas.json",
+        "scale.json",
     ] {
         let _ = std::fs::remove_file(suite.join(f));
     }
@@ -435,6 +436,18 @@ fn main() -> ExitCode {
                 s("500"),
                 s("--json"),
                 json("replicas.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "one large tenant on each backend",
+            &[
+                bin("okfit-bench-scale"),
+                s("--sizes"),
+                s("20000"),
+                s("--json"),
+                json("scale.json"),
             ],
         );
         run(
