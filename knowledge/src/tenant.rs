@@ -155,7 +155,9 @@ impl StoreKb {
             return Some(t.clone());
         }
         let bytes = conn.blob(&e.hash).ok()??;
-        self.keep_text(&e.hash, bytes)
+        let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
+        self.keep(vec![(e.hash.clone(), t.clone())]);
+        Some(t)
     }
 
     /// Reads the texts of `entries` not cached yet in one request.
@@ -175,24 +177,24 @@ impl StoreKb {
         }
         // A failed read is read again, one by one, when the text is asked
         // for (and reported there).
-        if let Ok(found) = conn.blobs(&wanted) {
-            for (h, bytes) in wanted.iter().zip(found) {
-                if let Some(bytes) = bytes {
-                    self.keep_text(h, bytes);
-                }
-            }
-        }
+        let Ok(found) = conn.blobs(&wanted) else {
+            return;
+        };
+        let read = wanted.iter().zip(found).filter_map(|(h, bytes)| {
+            let t: Arc<str> = Arc::from(String::from_utf8(bytes?).ok()?);
+            Some((h.to_string(), t))
+        });
+        self.keep(read.collect());
     }
 
-    /// Caches a text read from the store (the cache starts over when full).
-    fn keep_text(&self, hash: &str, bytes: Vec<u8>) -> Option<Arc<str>> {
-        let t: Arc<str> = Arc::from(String::from_utf8(bytes).ok()?);
+    /// Caches texts read from the store; the cache starts over when they
+    /// would not fit, never dropping texts it is given.
+    fn keep(&self, read: Vec<(String, Arc<str>)>) {
         let mut texts = lock(&self.texts);
-        if texts.len() >= TEXT_CACHE {
+        if texts.len() + read.len() > TEXT_CACHE {
             texts.clear();
         }
-        texts.insert(hash.to_string(), t.clone());
-        Some(t)
+        texts.extend(read);
     }
 
     /// Runs `f` over the current model (with the postings of `query`'s
@@ -203,18 +205,16 @@ impl StoreKb {
         f: impl FnOnce(&View, &mut dyn Sources) -> Result<R, Error>,
     ) -> Result<R, Error> {
         let conn = self.borrow()?;
+        let mut texts = Texts {
+            kb: self,
+            conn: &*conn,
+        };
         let head = conn.head()?;
         {
             let st = self.state.read().unwrap_or_else(|p| p.into_inner());
             if let Some(view) = st.view.as_ref().filter(|_| st.shows(&head)) {
                 if query.is_none_or(|q| view.index.missing_terms(q).is_empty()) {
-                    return f(
-                        view,
-                        &mut Texts {
-                            kb: self,
-                            conn: &*conn,
-                        },
-                    );
+                    return f(view, &mut texts);
                 }
             }
         }
@@ -237,13 +237,7 @@ impl StoreKb {
             .view
             .as_ref()
             .ok_or_else(|| Error::Store("no view".into()))?;
-        f(
-            view,
-            &mut Texts {
-                kb: self,
-                conn: &*conn,
-            },
-        )
+        f(view, &mut texts)
     }
 
     /// Runs `f` with the commit connection and the model to itself, the

@@ -821,26 +821,17 @@ impl Model {
         opts: &SliceOptions,
         body: &mut dyn Sources,
     ) -> Result<Fetched, String> {
-        let wanted: Vec<&Entry> = ids
-            .iter()
-            .filter_map(|id| self.resolve(id).ok())
-            .filter_map(|s| self.entry(s))
-            .filter(|e| e.is_concept())
-            .collect();
-        body.prefetch(&wanted);
-        let mut found: Vec<(String, Slice)> = vec![];
-        let mut missing: Vec<String> = vec![];
+        // Each id resolved once, in request order without repeats; the
+        // texts of those found are read together before any is sliced.
         let mut seen = BTreeSet::new();
+        let mut asked: Vec<(&String, Option<&Entry>)> = vec![];
         for id in ids {
             if !seen.insert(id.as_str()) {
                 continue;
             }
-            let slot = match self.resolve(id) {
-                Ok(s) => s,
-                Err(IdError::NotFound) => {
-                    missing.push(id.clone());
-                    continue;
-                }
+            let entry = match self.resolve(id) {
+                Ok(s) => self.entry(s).filter(|e| e.is_concept()),
+                Err(IdError::NotFound) => None,
                 Err(IdError::Ambiguous(c)) => {
                     return Err(format!(
                         "ambiguous id \"{id}\": it could be {}; pass one of those ids",
@@ -848,7 +839,14 @@ impl Model {
                     ))
                 }
             };
-            let Some(e) = self.entry(slot).filter(|e| e.is_concept()) else {
+            asked.push((id, entry));
+        }
+        let wanted: Vec<&Entry> = asked.iter().filter_map(|(_, e)| *e).collect();
+        body.prefetch(&wanted);
+        let mut found: Vec<(String, Slice)> = vec![];
+        let mut missing: Vec<String> = vec![];
+        for (id, entry) in asked {
+            let Some(e) = entry else {
                 missing.push(id.clone());
                 continue;
             };

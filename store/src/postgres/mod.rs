@@ -366,14 +366,7 @@ impl Storage for PgStore {
     }
 
     fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self
-            .client()?
-            .query_prepared(
-                "SELECT bytes FROM okfit_blobs WHERE tenant = $1 AND hash = $2",
-                &[&self.id, &hash],
-            )?
-            .first()
-            .map(|r| r.get(0)))
+        Ok(self.blobs(&[hash])?.pop().flatten())
     }
 
     fn blobs(&self, hashes: &[&str]) -> Result<Vec<Option<Vec<u8>>>, Error> {
