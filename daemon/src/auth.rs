@@ -21,6 +21,8 @@ pub struct Caller {
     pub tenant: String,
     /// Whether writes are allowed.
     pub may_write: bool,
+    /// Whether MCP offers the database tools.
+    pub database: bool,
 }
 
 impl FromRequestParts<Arc<Daemon>> for Caller {
@@ -35,14 +37,16 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
         // name check below refuses); axum's own decoding would reject it.
         let tenant_form = MatchedPath::from_request_parts(parts, daemon)
             .await
-            .is_ok_and(|m| m.as_str().starts_with("/v1/{tenant}/"));
+            .is_ok_and(|m| {
+                m.as_str().starts_with("/v1/{tenant}/") || m.as_str() == "/mcp/{tenant}"
+            });
         let path_tenant = tenant_form
             .then(|| parts.uri.path().split('/').filter(|s| !s.is_empty()).nth(1))
             .flatten()
             .map(decode);
-        let (tenant, may_write) = if daemon.token_count() == 0 {
+        let (tenant, may_write, database) = if daemon.token_count() == 0 {
             match path_tenant {
-                Some(t) => (t, true),
+                Some(t) => (t, true, true),
                 None => {
                     return Err(text(
                         StatusCode::UNAUTHORIZED,
@@ -52,10 +56,7 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
             }
         } else {
             let Some(grant) = bearer(&parts.headers).and_then(|b| daemon.grant(b)) else {
-                return Err(text(
-                    StatusCode::UNAUTHORIZED,
-                    "invalid or missing bearer token",
-                ));
+                return Err(unauthorised("invalid or missing bearer token"));
             };
             if path_tenant.as_ref().is_some_and(|t| *t != grant.tenant) {
                 return Err(text(
@@ -63,10 +64,42 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
                     "token does not grant access to that tenant",
                 ));
             }
-            (grant.tenant.clone(), grant.write)
+            (grant.tenant.clone(), grant.write, grant.database)
         };
         names::check_tenant(&tenant).map_err(|e| text(StatusCode::BAD_REQUEST, e))?;
-        Ok(Caller { tenant, may_write })
+        Ok(Caller {
+            tenant,
+            may_write,
+            database,
+        })
+    }
+}
+
+/// `401` with `WWW-Authenticate: Bearer`, the scheme a client must use.
+fn unauthorised(why: &'static str) -> Response {
+    let mut r = text(StatusCode::UNAUTHORIZED, why);
+    r.headers_mut().insert(
+        axum::http::header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// Authenticates an MCP request as every `/v1` route does, then hands the
+/// [`Caller`] to the MCP service in the request's extensions.
+pub async fn mcp_caller(
+    axum::extract::State(daemon): axum::extract::State<Arc<Daemon>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let (mut parts, body) = req.into_parts();
+    match Caller::from_request_parts(&mut parts, &daemon).await {
+        Ok(caller) => {
+            parts.extensions.insert(caller);
+            next.run(axum::extract::Request::from_parts(parts, body))
+                .await
+        }
+        Err(refusal) => refusal,
     }
 }
 

@@ -116,7 +116,12 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 any(no_route_here).delete(delete_bundle),
             );
     }
+    let mcp = axum::routing::any_service(crate::mcp::service(daemon.clone())).layer(
+        axum::middleware::from_fn_with_state(daemon.clone(), crate::auth::mcp_caller),
+    );
     let app = routes
+        .route("/mcp", mcp.clone())
+        .route("/mcp/{tenant}", mcp)
         .route("/healthz", axum::routing::get(crate::ops::healthz))
         .route("/readyz", axum::routing::get(crate::ops::readyz))
         .route("/metrics", axum::routing::get(crate::ops::metrics))

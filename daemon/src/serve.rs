@@ -50,6 +50,10 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Idle tenants kept open (read models, connections, files).
     pub warm_tenants: usize,
+    /// `Host` names MCP accepts besides this machine's and `listen`'s.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins MCP accepts (none: any page's request is refused).
+    pub allowed_origins: Vec<String>,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -243,7 +247,17 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     };
     crate::observe::init_logging();
     at.follow_commits();
-    let daemon = Arc::new(Daemon::new(at, tokens, opts.warm_tenants));
+    let mut hosts = opts.allowed_hosts.clone();
+    if let Some((host, _)) = listen.as_deref().and_then(|l| l.rsplit_once(':')) {
+        hosts.push(
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+        );
+    }
+    let daemon = Arc::new(
+        Daemon::new(at, tokens, opts.warm_tenants).with_mcp_access(&hosts, &opts.allowed_origins),
+    );
     // Once serving (its first line said so): warm the read models, then
     // /readyz says ready.
     let warming = daemon.clone();

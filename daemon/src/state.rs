@@ -4,11 +4,15 @@
 use crate::metrics::{Metrics, Now};
 use crate::tokens::{token_digest, Grant};
 use okfit_knowledge::Knowledge;
+use okfit_mcp::http::HttpOptions;
 use okfit_store::backend::Location;
 use okfit_store::dsn::Dsn;
 use okfit_store::error::Error;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The `Host` names MCP always accepts: this machine's.
+const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 /// Largest request body (a 16 MiB transaction plus JSON framing).
 pub const MAX_BODY: usize = okfit_store::change::MAX_REQUEST_BYTES;
@@ -24,6 +28,8 @@ pub struct Daemon {
     pub metrics: Metrics,
     /// How far the warm-up at start got: (tenants warmed, to warm, done).
     warming: Mutex<(usize, usize, bool)>,
+    /// What MCP over HTTP accepts (hosts, origins, body size).
+    mcp: HttpOptions,
 }
 
 /// The tenants kept open, each with when it was last used; at most
@@ -118,7 +124,25 @@ impl Daemon {
             }),
             metrics: Metrics::new(),
             warming: Mutex::new((0, 0, false)),
+            mcp: HttpOptions {
+                allowed_hosts: LOOPBACK.iter().map(|h| h.to_string()).collect(),
+                allowed_origins: vec![],
+                max_body: MAX_BODY,
+            },
         }
+    }
+
+    /// The daemon with MCP accepting `hosts` (beside the loopback names)
+    /// and browser `origins`.
+    pub fn with_mcp_access(mut self, hosts: &[String], origins: &[String]) -> Daemon {
+        self.mcp.allowed_hosts.extend(hosts.iter().cloned());
+        self.mcp.allowed_origins = origins.to_vec();
+        self
+    }
+
+    /// What MCP over HTTP accepts.
+    pub fn mcp_options(&self) -> &HttpOptions {
+        &self.mcp
     }
 
     fn warm(&self) -> MutexGuard<'_, Warm> {

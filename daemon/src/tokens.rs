@@ -1,5 +1,6 @@
-//! The bearer tokens of `<data>/tokens.json`: each names a tenant and
-//! whether it may write. The daemon keeps only their sha256.
+//! The bearer tokens of `<data>/tokens.json`: each names a tenant, whether
+//! it may write, and whether it is offered the database tools over MCP.
+//! The daemon keeps only their sha256.
 
 use okfit_core::kb::names;
 use okfit_store::error::Error;
@@ -14,10 +15,14 @@ pub struct Grant {
     pub tenant: String,
     /// Whether it may write.
     pub write: bool,
+    /// Whether MCP offers it the database tools (history; transact and
+    /// restore too when it may write).
+    pub database: bool,
 }
 
 /// Reads `<data>/tokens.json`: `{"<token>": "<tenant>"}` is a read-only
-/// grant, `{"<token>": {"tenant": "<t>", "write": true}}` a writer.
+/// grant, `{"<token>": {"tenant": "<t>", "write": true}}` a writer, and
+/// `"database": true` beside them adds the database tools.
 pub fn read_tokens(data: &Path) -> Result<HashMap<String, Grant>, Error> {
     let path = data.join("tokens.json");
     let text = match std::fs::read_to_string(&path) {
@@ -39,6 +44,7 @@ pub fn read_tokens(data: &Path) -> Result<HashMap<String, Grant>, Error> {
             Value::String(t) => Grant {
                 tenant: t,
                 write: false,
+                database: false,
             },
             Value::Object(o) => Grant {
                 tenant: o
@@ -47,6 +53,7 @@ pub fn read_tokens(data: &Path) -> Result<HashMap<String, Grant>, Error> {
                     .ok_or_else(|| bad("invalid grant"))?
                     .to_string(),
                 write: o.get("write") == Some(&Value::Bool(true)),
+                database: o.get("database") == Some(&Value::Bool(true)),
             },
             _ => return Err(bad("invalid grant")),
         };
@@ -58,7 +65,7 @@ pub fn read_tokens(data: &Path) -> Result<HashMap<String, Grant>, Error> {
 
 /// Mints a token for `tenant`, records it in `<data>/tokens.json` (mode
 /// 600) and returns it.
-pub fn mint_token(data: &Path, tenant: &str, write: bool) -> Result<String, Error> {
+pub fn mint_token(data: &Path, tenant: &str, write: bool, database: bool) -> Result<String, Error> {
     names::check_tenant(tenant).map_err(Error::Usage)?;
     let path = data.join("tokens.json");
     let mut map: serde_json::Map<String, Value> = match std::fs::read_to_string(&path) {
@@ -78,10 +85,10 @@ pub fn mint_token(data: &Path, tenant: &str, write: bool) -> Result<String, Erro
     let token = okfit_core::doc::hex(&raw);
     map.insert(
         token.clone(),
-        if write {
-            json!({"tenant": tenant, "write": true})
-        } else {
-            json!(tenant)
+        match (write, database) {
+            (false, false) => json!(tenant),
+            (true, false) => json!({"tenant": tenant, "write": true}),
+            (_, true) => json!({"tenant": tenant, "write": write, "database": true}),
         },
     );
     let text = serde_json::to_string_pretty(&map).unwrap_or_default();

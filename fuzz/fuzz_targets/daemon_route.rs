@@ -65,6 +65,7 @@ fn build() -> Daemons {
     let grant = |tenant: &str, write: bool| Grant {
         tenant: tenant.to_string(),
         write,
+        database: false,
     };
     let tokens: HashMap<String, Grant> = [
         ("r-token".to_string(), grant("fuzz", false)),

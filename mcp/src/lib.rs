@@ -4,6 +4,7 @@
 //! and `--tools` picks any set from the catalogue.
 
 pub mod framing;
+pub mod http;
 mod scan;
 pub mod transport;
 
@@ -116,6 +117,18 @@ fn tool(t: ToolInfo) -> Tool {
     );
     out
 }
+/// Runs blocking work in place on a multi-threaded runtime (this
+/// worker's other tasks move to another thread: no hand-over to the
+/// blocking pool and back, which on an idle machine costs more than a warm
+/// call); elsewhere, directly.
+pub(crate) fn in_place<T>(work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// Runs blocking work (file reads, parsing) off the async workers, then
 /// announces a changed set of concepts when the work found one.
 async fn off_thread<T: Send + 'static>(
@@ -129,13 +142,9 @@ async fn off_thread<T: Send + 'static>(
         let changed = this.tools.live().take_change();
         (value, changed)
     };
-    // On a multi-threaded runtime the work runs in place while this
-    // worker's other tasks move to another thread: no hand-over to the
-    // blocking pool and back, which on an idle machine costs more than a
-    // warm call.
     use tokio::runtime::{Handle, RuntimeFlavor};
     let (value, changed) = if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        tokio::task::block_in_place(run)
+        in_place(run)
     } else {
         tokio::task::spawn_blocking(run)
             .await
@@ -147,21 +156,27 @@ async fn off_thread<T: Send + 'static>(
     Ok(value)
 }
 
+/// What the server says of itself at initialize: project mode (the
+/// bundle tools) or knowledge behind a connection.
+pub(crate) fn info(project_mode: bool) -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .build(),
+    )
+    .with_server_info(Implementation::new("okfit", okfit_store::VERSION))
+    .with_instructions(if project_mode {
+        INSTRUCTIONS
+    } else {
+        KNOWLEDGE_INSTRUCTIONS
+    })
+}
+
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .enable_resources_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new("okfit", okfit_store::VERSION))
-        .with_instructions(if self.tools.project_mode {
-            INSTRUCTIONS
-        } else {
-            KNOWLEDGE_INSTRUCTIONS
-        })
+        info(self.tools.project_mode)
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {

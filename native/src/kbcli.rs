@@ -749,6 +749,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = okfit_daemon::serve::WARM_TENANTS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub warm_tenants: usize,
+    /// A `Host` MCP accepts besides this machine's names and --listen's
+    /// host (repeatable): the name clients reach the server by.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// A browser origin MCP accepts, as scheme://host:port (repeatable);
+    /// a request from any other page gets 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
 }
 
 /// `okfit token`.
@@ -763,6 +771,10 @@ pub struct TokenArgs {
     /// Let the token write too.
     #[arg(long)]
     pub write: bool,
+    /// Offer the token the database tools over MCP (history; transact and
+    /// restore with --write).
+    #[arg(long)]
+    pub database: bool,
 }
 
 fn data_root(d: &Option<PathBuf>) -> Result<PathBuf, Error> {
@@ -784,17 +796,20 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
         debounce_ms: a.debounce,
         max_connections: a.max_connections,
         warm_tenants: a.warm_tenants,
+        allowed_hosts: a.allowed_hosts,
+        allowed_origins: a.allowed_origins,
     })
 }
 
 /// `okfit token`: the token alone on stdout.
 pub fn token(a: TokenArgs) -> Result<i32, Error> {
     let data = data_root(&a.data)?;
-    let t = okfit_daemon::serve::mint_token(&data, &a.tenant, a.write)?;
+    let t = okfit_daemon::serve::mint_token(&data, &a.tenant, a.write, a.database)?;
     out(&format!("{t}\n"))?;
     eprintln!(
-        "recorded a {} grant for {} in {}. A running server reads that file only at startup, so restart it before the token works",
+        "recorded a {}{} grant for {} in {}. A running server reads that file only at startup, so restart it before the token works",
         if a.write { "read-write" } else { "read-only" },
+        if a.database { " (with the database tools)" } else { "" },
         a.tenant,
         data.join("tokens.json").display()
     );

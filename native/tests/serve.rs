@@ -17,6 +17,8 @@
 #![cfg(unix)]
 
 mod common;
+#[path = "serve_mcp/http.rs"]
+mod mcp_http;
 
 use common::{
     assert_hex64, blocking, close, copy_tree, result_text, row_of, rows, sha256_hex, Client, Out,
@@ -127,11 +129,14 @@ impl Sandbox {
 
     /// Mints a token with `okfit token` and returns it.
     fn mint(&self, tenant: &str, write: bool) -> String {
+        self.mint_with(tenant, if write { &["--write"] } else { &[] })
+    }
+
+    /// Mints a token with `okfit token … FLAGS` and returns it.
+    fn mint_with(&self, tenant: &str, flags: &[&str]) -> String {
         let data = self.data();
         let mut args = vec!["token", "--data", &data, "--tenant", tenant];
-        if write {
-            args.push("--write");
-        }
+        args.extend(flags);
         let out = self.okfit(&args);
         let stdout = out.ok();
         let token = stdout
@@ -451,9 +456,12 @@ fn send(
     keep: bool,
 ) {
     let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: okfit\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nContent-Length: {}\r\n",
         body.len()
     );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str("Host: okfit\r\n");
+    }
     if !keep {
         head.push_str("Connection: close\r\n");
     }

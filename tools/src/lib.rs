@@ -215,6 +215,12 @@ pub struct Options {
 
 /// The tool names a server offers for `opts`.
 pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
+    select(opts, opts.connection.is_some())
+}
+
+/// [`select_tools`], `connected` saying whether knowledge is connected
+/// (the knowledge tools) or not (the project's bundle tools).
+pub(crate) fn select(opts: &Options, connected: bool) -> Result<Vec<&'static str>, Error> {
     let cat = catalogue();
     let names: Vec<&'static str> = match &opts.tools {
         Some(list) => {
@@ -239,7 +245,7 @@ pub fn select_tools(opts: &Options) -> Result<Vec<&'static str>, Error> {
             out
         }
         None => {
-            let groups: &[Group] = match (opts.connection.is_some(), opts.database_tools) {
+            let groups: &[Group] = match (connected, opts.database_tools) {
                 (true, true) => &[Group::Knowledge, Group::Write, Group::Database],
                 (true, false) => &[Group::Knowledge, Group::Write],
                 (false, true) => &[Group::Bundle, Group::Database],

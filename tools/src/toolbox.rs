@@ -2,7 +2,7 @@
 //! server, the Node addon and the fuzzers drive it, each converting its
 //! results to their own types.
 
-use crate::{catalogue, check_args, knowledge, select_tools, Access, Group, Options, Run};
+use crate::{catalogue, check_args, knowledge, select, select_tools, Access, Group, Options, Run};
 use okfit_knowledge::documents::Bodies;
 use okfit_knowledge::live::Live;
 use okfit_knowledge::Knowledge;
@@ -17,6 +17,30 @@ struct Compiled {
     validator: jsonschema::Validator,
 }
 
+/// Every catalogue entry with its schema and compiled validator, built
+/// once per process: a daemon builds a toolbox per request.
+fn compiled() -> Result<&'static [Compiled], Error> {
+    static COMPILED: OnceLock<Result<Vec<Compiled>, String>> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            catalogue()
+                .into_iter()
+                .map(|def| {
+                    let schema = (def.schema)();
+                    let validator = jsonschema::validator_for(&schema)
+                        .map_err(|e| format!("tool {} has an invalid schema: {e}", def.name))?;
+                    Ok(Compiled {
+                        def,
+                        schema,
+                        validator,
+                    })
+                })
+                .collect()
+        })
+        .as_deref()
+        .map_err(|e| Error::Io(e.clone()))
+}
+
 /// The tools and resources one server offers, with no protocol attached:
 /// the selected catalogue entries with their compiled schemas, the
 /// knowledge behind them and, in project mode, the live bundle. Cheap to
@@ -28,7 +52,10 @@ pub struct Toolbox {
     live: Arc<Live>,
     /// The knowledge fixed by a connection.
     fixed: Option<Arc<Knowledge>>,
-    tools: Arc<Vec<Compiled>>,
+    /// Where read tools run, when not on `fixed` (a daemon's tenant reads
+    /// on connections of their own, so a commit never stalls them).
+    reads: Option<Arc<Knowledge>>,
+    tools: Arc<Vec<&'static Compiled>>,
     advice: Arc<OnceLock<Option<String>>>,
     advice_override: Option<String>,
     /// Serving the project's own bundle (no connection).
@@ -39,7 +66,6 @@ impl Toolbox {
     /// The toolbox for `opts`; config discovery (project mode) starts at
     /// `start`.
     pub fn new(start: PathBuf, opts: &Options) -> Result<Toolbox, Error> {
-        let names = select_tools(opts)?;
         let fixed = match &opts.connection {
             Some(c) => Some(Arc::new(Knowledge::open(c)?)),
             None => None,
@@ -53,20 +79,45 @@ impl Toolbox {
             Some(okfit_store::dsn::Dsn::Folder { path }) => path.clone(),
             _ => start,
         };
-        let cat = catalogue();
-        let mut compiled = vec![];
+        let names = select_tools(opts)?;
+        Toolbox::build(fixed, names, live_start, opts)
+    }
+
+    /// The knowledge tools of `opts` (its connection is ignored) over a
+    /// store tenant already open: `writer` for commits, `reader` for the
+    /// read tools. A daemon serving MCP builds one per request.
+    pub fn over(
+        writer: Arc<Knowledge>,
+        reader: Arc<Knowledge>,
+        opts: &Options,
+    ) -> Result<Toolbox, Error> {
+        let names = select(opts, true)?;
+        let mut t = Toolbox::build(Some(writer), names, PathBuf::new(), opts)?;
+        t.reads = Some(reader);
+        t.project_mode = false;
+        Ok(t)
+    }
+
+    fn build(
+        fixed: Option<Arc<Knowledge>>,
+        names: Vec<&'static str>,
+        live_start: PathBuf,
+        opts: &Options,
+    ) -> Result<Toolbox, Error> {
+        let all = compiled()?;
+        let mut tools = vec![];
         for name in names {
-            let Some(def) = cat.iter().find(|d| d.name == name) else {
+            let Some(c) = all.iter().find(|c| c.def.name == name) else {
                 continue;
             };
-            if def.group == Group::Database
+            if c.def.group == Group::Database
                 && !fixed.as_ref().is_some_and(|k| k.dsn().has_revisions())
             {
                 return Err(Error::Usage(format!(
                     "tool {name} needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions"
                 )));
             }
-            if def.group == Group::Bundle
+            if c.def.group == Group::Bundle
                 && fixed
                     .as_ref()
                     .is_some_and(|k| !matches!(k.dsn(), okfit_store::dsn::Dsn::Folder { .. }))
@@ -75,14 +126,7 @@ impl Toolbox {
                     "tool {name} reads a project's bundle folder; use it without a connection or with an okf:///folder connection"
                 )));
             }
-            let schema = (def.schema)();
-            let validator = jsonschema::validator_for(&schema)
-                .map_err(|e| Error::Io(format!("tool {} has an invalid schema: {e}", def.name)))?;
-            compiled.push(Compiled {
-                def,
-                schema,
-                validator,
-            });
+            tools.push(c);
         }
         // A folder connection's bundle tools read through the connection
         // when the project's bundle is that folder.
@@ -94,11 +138,12 @@ impl Toolbox {
         };
         Ok(Toolbox {
             live: Arc::new(live),
+            project_mode: fixed.is_none(),
             fixed,
-            tools: Arc::new(compiled),
+            reads: None,
+            tools: Arc::new(tools),
             advice: Arc::new(OnceLock::new()),
             advice_override: opts.advice.clone(),
-            project_mode: opts.connection.is_none(),
         })
     }
 
@@ -116,6 +161,14 @@ impl Toolbox {
         }
     }
 
+    /// The knowledge a tool of `access` runs on.
+    fn knowledge_for(&self, access: Access) -> Result<Arc<Knowledge>, String> {
+        match (&self.reads, access) {
+            (Some(r), Access::Read) => Ok(r.clone()),
+            _ => self.knowledge().map_err(|e| e.to_string()),
+        }
+    }
+
     /// True when the server offers the tool `name`.
     pub fn offers(&self, name: &str) -> bool {
         self.tools.iter().any(|c| c.def.name == name)
@@ -128,7 +181,7 @@ impl Toolbox {
         }
         self.advice
             .get_or_init(|| {
-                let kb = self.knowledge().ok()?;
+                let kb = self.knowledge_for(Access::Read).ok()?;
                 let m = kb.manifest(None).ok()?;
                 Some(okfit_core::kb::model::advice(&m))
             })
@@ -178,7 +231,7 @@ impl Toolbox {
             return Outcome::Invalid(m);
         }
         match c.def.run {
-            Run::Knowledge(run) => match self.knowledge().map_err(|e| e.to_string()) {
+            Run::Knowledge(run) => match self.knowledge_for(c.def.access) {
                 Ok(kb) => match run(&kb, &args) {
                     Ok(text) => Outcome::Text(text),
                     Err(e) => Outcome::Refused(e.to_string()),
@@ -247,8 +300,9 @@ impl Toolbox {
     pub fn read(&self, uri: &str) -> Result<(String, &'static str), ReadError> {
         if uri == knowledge::MANIFEST_URI {
             let text = self
-                .knowledge()
-                .and_then(|kb| kb.manifest(None))
+                .knowledge_for(Access::Read)
+                .map_err(ReadError::Failed)?
+                .manifest(None)
                 .map_err(|e| ReadError::Failed(e.to_string()))?;
             return Ok((text.to_string(), TSV));
         }

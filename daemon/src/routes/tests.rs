@@ -65,6 +65,7 @@ async fn fixture() -> Fixture {
     let grant = |write| Grant {
         tenant: "acme".into(),
         write,
+        database: false,
     };
     let tokens: HashMap<String, Grant> =
         [("r".to_string(), grant(false)), ("w".into(), grant(true))]

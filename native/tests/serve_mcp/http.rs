@@ -1,0 +1,280 @@
+//! MCP at `/mcp` on `okfit serve`: the tools a credential grants, the
+//! tenant it names, Host and Origin checks, revision 2026-07-28 without a
+//! session and older revisions with one, and the same answers as the
+//! stdio server on the same tenant.
+
+use super::*;
+
+/// The revision served without sessions.
+const STATELESS: &str = "2026-07-28";
+
+/// One JSON-RPC request to `path` at revision 2026-07-28 (no session,
+/// the per-request headers and `_meta` it asks for); `extra` headers
+/// replace the defaults of the same name.
+fn rpc(
+    d: &Daemon,
+    path: &str,
+    token: Option<&str>,
+    method: &str,
+    mut params: Value,
+    extra: &[(&str, &str)],
+) -> Resp {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut h: Vec<(String, String)> = vec![
+        ("Host".into(), "127.0.0.1".into()),
+        ("Content-Type".into(), "application/json".into()),
+        (
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
+        ("MCP-Protocol-Version".into(), STATELESS.into()),
+        ("Mcp-Method".into(), method.into()),
+    ];
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        h.push(("Mcp-Name".into(), name.into()));
+    }
+    if let Some(t) = token {
+        h.push(("Authorization".into(), bearer(t)));
+    }
+    for (k, v) in extra {
+        h.retain(|(n, _)| !n.eq_ignore_ascii_case(k));
+        h.push((k.to_string(), v.to_string()));
+    }
+    let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    d.req("POST", path, &h, body.to_string().as_bytes())
+}
+
+/// The tool names `tools/list` gives `token`.
+fn tool_names(d: &Daemon, token: &str) -> Vec<String> {
+    let r = rpc(d, "/mcp", Some(token), "tools/list", json!({}), &[]);
+    r.expect_status(200);
+    r.json()["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools in {}", r.text()))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A tool call's result: (isError, its text).
+fn call(d: &Daemon, token: &str, name: &str, args: Value) -> (bool, String) {
+    let r = rpc(
+        d,
+        "/mcp",
+        Some(token),
+        "tools/call",
+        json!({"name": name, "arguments": args}),
+        &[],
+    );
+    r.expect_status(200);
+    let v = r.json();
+    let result = &v["result"];
+    assert!(result.is_object(), "{name}: no result in {v}");
+    (
+        result["isError"] == json!(true),
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: no text in {v}"))
+            .to_string(),
+    )
+}
+
+#[test]
+fn mcp_over_http_offers_what_the_token_grants_on_its_tenant_only() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let reader = sb.mint("acme", false);
+    let writer = sb.mint("acme", true);
+    let keeper = sb.mint_with("acme", &["--write", "--database"]);
+    let auditor = sb.mint_with("acme", &["--database"]);
+    let stranger = sb.mint("other", true);
+    let d = sb.serve_tcp("127.0.0.1", &[]);
+
+    let read = ["manifest", "search", "get", "snapshot"];
+    let write = [&read[..], &["write", "delete"]].concat();
+    let all = [&write[..], &["transact", "history", "restore"]].concat();
+    assert_eq!(tool_names(&d, &reader), read);
+    assert_eq!(tool_names(&d, &writer), write);
+    assert_eq!(tool_names(&d, &keeper), all);
+    assert_eq!(tool_names(&d, &auditor), [&read[..], &["history"]].concat());
+
+    // A tool the grant lacks is not there to call.
+    let r = rpc(
+        &d,
+        "/mcp",
+        Some(&reader),
+        "tools/call",
+        json!({"name": "write", "arguments": {"bundle": "ops", "path": "x.md", "content": "# X\n"}}),
+        &[],
+    );
+    assert_eq!(r.json()["error"]["code"], json!(-32602), "{}", r.text());
+    assert!(r.text().contains("tool not found: write"), "{}", r.text());
+
+    // Missing or unknown credentials: 401 with the scheme to use.
+    for t in [None, Some("0123")] {
+        let r = rpc(&d, "/mcp", t, "tools/list", json!({}), &[]);
+        r.expect(401, "invalid or missing bearer token");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    }
+    // The token names the tenant; a path naming another is refused, the
+    // token's own tenant in the path is the same server.
+    rpc(
+        &d,
+        "/mcp/acme",
+        Some(&stranger),
+        "tools/list",
+        json!({}),
+        &[],
+    )
+    .expect(403, "token does not grant access to that tenant");
+    let (e, stranger_manifest) = call(&d, &stranger, "manifest", json!({}));
+    assert!(e, "{stranger_manifest}");
+    assert!(
+        stranger_manifest.contains("no tenant \"other\""),
+        "{stranger_manifest}"
+    );
+    let (e, m) = call(&d, &reader, "manifest", json!({}));
+    assert!(!e, "{m}");
+    assert!(m.starts_with("# tenant: acme\n"), "{m}");
+    let pathed = rpc(
+        &d,
+        "/mcp/acme",
+        Some(&reader),
+        "tools/call",
+        json!({"name": "manifest", "arguments": {}}),
+        &[],
+    );
+    assert_eq!(pathed.json()["result"]["content"][0]["text"], json!(m));
+
+    // DNS rebinding and cross-site pages: another Host or Origin is 403.
+    rpc(
+        &d,
+        "/mcp",
+        Some(&reader),
+        "tools/list",
+        json!({}),
+        &[("Host", "evil.example")],
+    )
+    .expect_status(403);
+    rpc(
+        &d,
+        "/mcp",
+        Some(&reader),
+        "tools/list",
+        json!({}),
+        &[("Origin", "http://evil.example")],
+    )
+    .expect_status(403);
+
+    // A write through MCP is what the next read sees, on any connection.
+    let (e, w) = call(
+        &d,
+        &writer,
+        "write",
+        json!({"bundle": "ops", "path": "notes/mcp.md", "content": concept("Over HTTP", "Written through MCP over HTTP.")}),
+    );
+    assert!(!e, "{w}");
+    assert!(w.starts_with("wrote ops/notes/mcp.md"), "{w}");
+    let (_, hits) = call(&d, &reader, "search", json!({"query": "written through"}));
+    assert!(hits.contains("\nmcp\tops\t"), "{hits}");
+    let (e, h) = call(&d, &keeper, "history", json!({"limit": 1}));
+    assert!(!e, "{h}");
+}
+
+#[test]
+fn older_revisions_get_a_session_and_2026_07_28_needs_none() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let reader = sb.mint("acme", false);
+    let d = sb.serve_tcp("127.0.0.1", &[]);
+    let auth = bearer(&reader);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "okfit-test", "version": "0"}}});
+    let r = d.req(
+        "POST",
+        "/mcp",
+        &[
+            ("Host", "localhost"),
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        init.to_string().as_bytes(),
+    );
+    r.expect_status(200);
+    assert!(r.header("mcp-session-id").is_some(), "{:?}", r.headers);
+    assert!(
+        r.text().contains("\"protocolVersion\":\"2025-06-18\""),
+        "{}",
+        r.text()
+    );
+
+    let r = rpc(
+        &d,
+        "/mcp",
+        Some(&reader),
+        "tools/call",
+        json!({"name": "snapshot", "arguments": {}}),
+        &[],
+    );
+    r.expect_status(200);
+    assert_eq!(r.header("mcp-session-id"), None);
+    assert!(r
+        .header("content-type")
+        .unwrap_or("")
+        .starts_with("application/json"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_tool_answers_over_http_as_over_stdio() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let token = sb.mint_with("acme", &["--database"]);
+    let d = sb.serve_tcp("127.0.0.1", &[]);
+    let dsn = sb.store_dsn("acme");
+    let stdio = mcp_connect(&sb, &[&dsn, "--database-tools", "--read-only"]).await;
+    let manifest = text(&stdio, "manifest", json!({})).await;
+    let ids: Vec<&str> = manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("id\t"))
+        .filter_map(|l| l.split('\t').next())
+        .take(3)
+        .collect();
+    assert_eq!(ids.len(), 3, "{manifest}");
+    let calls = [
+        ("manifest", json!({})),
+        ("manifest", json!({"bundle": "sales"})),
+        ("search", json!({"query": "orders customers", "k": 5})),
+        ("search", json!({"query": "zzzz-nothing"})),
+        ("get", json!({"ids": ids})),
+        ("get", json!({"ids": [ids[0]], "limit": 40})),
+        ("get", json!({"ids": ["no/such"]})),
+        ("snapshot", json!({})),
+        ("history", json!({"limit": 5})),
+    ];
+    for (name, args) in calls {
+        let want = call_raw(&stdio, name, args.clone()).await;
+        let (want_error, want_text) = result_text(&want);
+        let (is_error, got) = call(&d, &token, name, args.clone());
+        assert_eq!(
+            (is_error, got.as_str()),
+            (want_error, want_text.as_str()),
+            "{name} {args}"
+        );
+    }
+    let over_stdio: Vec<Value> = stdio
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| serde_json::to_value(t).unwrap())
+        .collect();
+    let r = rpc(&d, "/mcp", Some(&token), "tools/list", json!({}), &[]);
+    assert_eq!(r.json()["result"]["tools"], json!(over_stdio));
+    stdio.cancel().await.unwrap();
+}
