@@ -2,6 +2,7 @@
 //! starts with, which authenticates a request once against the daemon's
 //! tokens and names the tenant it acts on.
 
+use crate::oauth::{Refused, SCOPE_READ, SCOPE_WRITE};
 use crate::reply::text;
 use crate::state::Daemon;
 use axum::extract::{FromRequestParts, MatchedPath};
@@ -44,7 +45,7 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
             .then(|| parts.uri.path().split('/').filter(|s| !s.is_empty()).nth(1))
             .flatten()
             .map(decode);
-        let (tenant, may_write, database) = if daemon.token_count() == 0 {
+        let (tenant, may_write, database) = if !daemon.has_credentials() {
             match path_tenant {
                 Some(t) => (t, true, true),
                 None => {
@@ -55,16 +56,18 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
                 }
             }
         } else {
-            let Some(grant) = bearer(&parts.headers).and_then(|b| daemon.grant(b)) else {
-                return Err(unauthorised("invalid or missing bearer token"));
-            };
+            let grant = match bearer(&parts.headers) {
+                Some(b) => daemon.authenticate(b),
+                None => Err(Refused::Invalid("invalid or missing bearer token".into())),
+            }
+            .map_err(|r| refusal(daemon, r))?;
             if path_tenant.as_ref().is_some_and(|t| *t != grant.tenant) {
                 return Err(text(
                     StatusCode::FORBIDDEN,
                     "token does not grant access to that tenant",
                 ));
             }
-            (grant.tenant.clone(), grant.write, grant.database)
+            (grant.tenant, grant.write, grant.database)
         };
         names::check_tenant(&tenant).map_err(|e| text(StatusCode::BAD_REQUEST, e))?;
         Ok(Caller {
@@ -75,13 +78,35 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
     }
 }
 
-/// `401` with `WWW-Authenticate: Bearer`, the scheme a client must use.
-fn unauthorised(why: &'static str) -> Response {
-    let mut r = text(StatusCode::UNAUTHORIZED, why);
-    r.headers_mut().insert(
-        axum::http::header::WWW_AUTHENTICATE,
-        axum::http::HeaderValue::from_static("Bearer"),
-    );
+/// The answer to a refused credential: `401` with `WWW-Authenticate:
+/// Bearer` (naming the protected-resource metadata when an authorization
+/// server is configured, so a client can get a token), or `403` when an
+/// access token lacks every okfit scope.
+fn refusal(daemon: &Daemon, why: Refused) -> Response {
+    let meta = daemon
+        .oauth()
+        .map(|o| format!(" resource_metadata=\"{}\",", o.metadata_url()))
+        .unwrap_or_default();
+    let (status, body, challenge) = match why {
+        Refused::Invalid(m) => {
+            let challenge = if daemon.oauth().is_some() {
+                format!("Bearer{meta} error=\"invalid_token\"")
+            } else {
+                "Bearer".to_string()
+            };
+            (StatusCode::UNAUTHORIZED, m, challenge)
+        }
+        Refused::Scope => (
+            StatusCode::FORBIDDEN,
+            format!("the token has none of the scopes {SCOPE_READ}, {SCOPE_WRITE}"),
+            format!("Bearer{meta} error=\"insufficient_scope\", scope=\"{SCOPE_READ}\""),
+        ),
+    };
+    let mut r = text(status, body);
+    if let Ok(v) = axum::http::HeaderValue::from_str(&challenge) {
+        r.headers_mut()
+            .insert(axum::http::header::WWW_AUTHENTICATE, v);
+    }
     r
 }
 

@@ -10,6 +10,7 @@ mod auth;
 mod body;
 mod mcp;
 mod metrics;
+mod oauth;
 mod observe;
 mod ops;
 mod reply;

@@ -46,9 +46,22 @@ pub async fn readyz(State(d): State<Arc<Daemon>>) -> Response {
     }
 }
 
+/// `GET /.well-known/oauth-protected-resource`: where this server's
+/// access tokens come from (RFC 9728); 404 when no authorization server
+/// is configured, so clients use a static token.
+pub async fn resource_metadata(State(d): State<Arc<Daemon>>) -> Response {
+    match d.oauth() {
+        Some(o) => crate::reply::json_reply(StatusCode::OK, &o.metadata()),
+        None => text(
+            StatusCode::NOT_FOUND,
+            "no authorization server is configured",
+        ),
+    }
+}
+
 /// `GET /metrics`.
 pub async fn metrics(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
-    if d.token_count() > 0 && bearer(&headers).and_then(|b| d.grant(b)).is_none() {
+    if d.has_credentials() && bearer(&headers).is_none_or(|b| d.authenticate(b).is_err()) {
         return text(StatusCode::UNAUTHORIZED, "invalid or missing bearer token");
     }
     let body = tokio::task::spawn_blocking(move || d.metrics.render(d.scrape()))

@@ -122,6 +122,14 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
     let app = routes
         .route("/mcp", mcp.clone())
         .route("/mcp/{tenant}", mcp)
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(crate::ops::resource_metadata),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/{*resource}",
+            axum::routing::get(crate::ops::resource_metadata),
+        )
         .route("/healthz", axum::routing::get(crate::ops::healthz))
         .route("/readyz", axum::routing::get(crate::ops::readyz))
         .route("/metrics", axum::routing::get(crate::ops::metrics))

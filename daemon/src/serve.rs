@@ -4,6 +4,7 @@
 //! read model stays in memory and is updated by every commit, whoever
 //! made it. This module holds the daemon's listeners.
 
+pub use crate::oauth::OAuthOptions;
 pub use crate::reply::ERROR_KIND_HEADER;
 pub use crate::routes::router;
 pub use crate::state::{Daemon, Tenant, MAX_BODY};
@@ -54,6 +55,8 @@ pub struct ServeOptions {
     pub allowed_hosts: Vec<String>,
     /// Browser origins MCP accepts (none: any page's request is refused).
     pub allowed_origins: Vec<String>,
+    /// An authorization server whose access tokens are accepted too.
+    pub oauth: Option<OAuthOptions>,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -195,6 +198,11 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     }
     let data = okfit_store::discover::absolute(&opts.data);
     let tokens = read_tokens(&data)?;
+    let oauth = opts
+        .oauth
+        .clone()
+        .map(crate::oauth::OAuth::load)
+        .transpose()?;
     let tls = match (&opts.tls_cert, &opts.tls_key) {
         (Some(c), Some(k)) => Some(tls_config(c, k)?),
         _ => None,
@@ -211,7 +219,7 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                     "--listen {l}: the port must be a number from 0 to 65535"
                 ))
             })?;
-            if tokens.is_empty() {
+            if tokens.is_empty() && oauth.is_none() {
                 return Err(Error::Usage(
                     "refusing to listen on TCP without tokens: pass tokens or use a unix socket (mint one with okfit token --data DIR --tenant T)".into(),
                 ));
@@ -255,9 +263,12 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                 .to_string(),
         );
     }
-    let daemon = Arc::new(
-        Daemon::new(at, tokens, opts.warm_tenants).with_mcp_access(&hosts, &opts.allowed_origins),
-    );
+    let mut daemon =
+        Daemon::new(at, tokens, opts.warm_tenants).with_mcp_access(&hosts, &opts.allowed_origins);
+    if let Some(o) = oauth {
+        daemon = daemon.with_oauth(o);
+    }
+    let daemon = Arc::new(daemon);
     // Once serving (its first line said so): warm the read models, then
     // /readyz says ready.
     let warming = daemon.clone();

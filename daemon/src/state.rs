@@ -2,6 +2,7 @@
 //! warm knowledge.
 
 use crate::metrics::{Metrics, Now};
+use crate::oauth::{OAuth, Refused};
 use crate::tokens::{token_digest, Grant};
 use okfit_knowledge::Knowledge;
 use okfit_mcp::http::HttpOptions;
@@ -30,6 +31,8 @@ pub struct Daemon {
     warming: Mutex<(usize, usize, bool)>,
     /// What MCP over HTTP accepts (hosts, origins, body size).
     mcp: HttpOptions,
+    /// The authorization server whose access tokens are accepted too.
+    oauth: Option<OAuth>,
 }
 
 /// The tenants kept open, each with when it was last used; at most
@@ -129,6 +132,37 @@ impl Daemon {
                 allowed_origins: vec![],
                 max_body: MAX_BODY,
             },
+            oauth: None,
+        }
+    }
+
+    /// The daemon accepting `oauth`'s access tokens besides its own.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Daemon {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// The authorization server, when one is configured.
+    pub fn oauth(&self) -> Option<&OAuth> {
+        self.oauth.as_ref()
+    }
+
+    /// Whether a request must carry a credential: tokens exist, or an
+    /// authorization server is configured. Without either (a unix socket)
+    /// the path names the tenant.
+    pub fn has_credentials(&self) -> bool {
+        !self.tokens.is_empty() || self.oauth.is_some()
+    }
+
+    /// The grant of a bearer credential: one of the daemon's own tokens,
+    /// or an access token from the configured authorization server.
+    pub fn authenticate(&self, bearer: &str) -> Result<Grant, Refused> {
+        if let Some(g) = self.grant(bearer) {
+            return Ok(g.clone());
+        }
+        match &self.oauth {
+            Some(o) if bearer.bytes().filter(|b| *b == b'.').count() == 2 => o.grant(bearer),
+            _ => Err(Refused::Invalid("invalid or missing bearer token".into())),
         }
     }
 

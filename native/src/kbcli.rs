@@ -757,6 +757,17 @@ pub struct ServeArgs {
     /// a request from any other page gets 403.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+    /// Accept access tokens (JWTs) from this OAuth authorization server
+    /// too (its issuer identifier); needs --jwks and --audience.
+    #[arg(long, value_name = "URL", requires_all = ["jwks", "audience"])]
+    pub oauth_issuer: Option<String>,
+    /// The issuer's signing keys: a JWKS file or URL.
+    #[arg(long, value_name = "FILE|URL", requires = "oauth_issuer")]
+    pub jwks: Option<String>,
+    /// This server's resource URL, the audience its tokens must name
+    /// (e.g. https://kb.example.com/mcp).
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub audience: Option<String>,
 }
 
 /// `okfit token`.
@@ -798,6 +809,14 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
         warm_tenants: a.warm_tenants,
         allowed_hosts: a.allowed_hosts,
         allowed_origins: a.allowed_origins,
+        oauth: match (a.oauth_issuer, a.jwks, a.audience) {
+            (Some(issuer), Some(jwks), Some(audience)) => Some(okfit_daemon::serve::OAuthOptions {
+                issuer,
+                jwks,
+                audience,
+            }),
+            _ => None,
+        },
     })
 }
 

@@ -278,3 +278,193 @@ async fn every_read_tool_answers_over_http_as_over_stdio() {
     assert_eq!(r.json()["result"]["tools"], json!(over_stdio));
     stdio.cancel().await.unwrap();
 }
+
+/// An ES256 signing key, its JWKS (key id `k1`) and a way to sign claims.
+struct Issuer {
+    pem: String,
+    jwks: Value,
+}
+
+impl Issuer {
+    fn new(kid: &str) -> Issuer {
+        use base64::Engine;
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let point = key.public_key_raw();
+        assert_eq!(
+            (point.len(), point[0]),
+            (65, 4),
+            "an uncompressed P-256 point"
+        );
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        Issuer {
+            pem: key.serialize_pem(),
+            jwks: json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+                "use": "sig", "x": b64(&point[1..33]), "y": b64(&point[33..])}]}),
+        }
+    }
+
+    /// A token signed with key id `kid` carrying `claims`.
+    fn sign(&self, kid: &str, claims: Value) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some(kid.into());
+        let key = jsonwebtoken::EncodingKey::from_ec_pem(self.pem.as_bytes()).unwrap();
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    }
+}
+
+#[test]
+fn access_tokens_from_the_configured_issuer_grant_by_scope() {
+    const ISSUER: &str = "https://issuer.example";
+    const RESOURCE: &str = "https://kb.example/mcp";
+    const METADATA: &str = "https://kb.example/.well-known/oauth-protected-resource/mcp";
+    let sb = Sandbox::new();
+    sb.acme();
+    let issuer = Issuer::new("k1");
+    let jwks = sb.write("jwks.json", issuer.jwks.to_string());
+    let jwks = jwks.display().to_string();
+    // No tokens.json: the issuer's tokens are credentials enough for TCP.
+    let d = sb.serve_tcp(
+        "127.0.0.1",
+        &[
+            "--oauth-issuer",
+            ISSUER,
+            "--jwks",
+            &jwks,
+            "--audience",
+            RESOURCE,
+        ],
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = |scope: &str, changes: Value| {
+        let mut claims = json!({"iss": ISSUER, "aud": RESOURCE, "sub": "agent-7",
+            "exp": now + 600, "scope": scope, "okfit_tenant": "acme"});
+        for (k, v) in changes.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        issuer.sign("k1", claims)
+    };
+
+    // The metadata document, at the root and under the resource's path.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let m = d.req("GET", path, &[], b"");
+        m.expect_status(200);
+        assert_eq!(
+            m.json(),
+            json!({"resource": RESOURCE, "authorization_servers": [ISSUER],
+                "scopes_supported": ["okfit:read", "okfit:write", "okfit:database"],
+                "bearer_methods_supported": ["header"]})
+        );
+    }
+    // No token: 401 naming the metadata.
+    let r = rpc(&d, "/mcp", None, "tools/list", json!({}), &[]);
+    r.expect_status(401);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(format!("Bearer resource_metadata=\"{METADATA}\", error=\"invalid_token\"").as_str())
+    );
+
+    // Scopes pick the tools.
+    let read = ["manifest", "search", "get", "snapshot"];
+    assert_eq!(tool_names(&d, &token("okfit:read", json!({}))), read);
+    assert_eq!(
+        tool_names(&d, &token("okfit:write okfit:database", json!({}))),
+        [
+            &read[..],
+            &["write", "delete", "transact", "history", "restore"]
+        ]
+        .concat()
+    );
+    let (e, m) = call(&d, &token("okfit:read", json!({})), "manifest", json!({}));
+    assert!(!e && m.starts_with("# tenant: acme\n"), "{m}");
+
+    // Each check refuses on its own: audience, issuer, expiry, key,
+    // signature, tenant.
+    let other = Issuer::new("k1");
+    let refused = [
+        (
+            "another audience",
+            token("okfit:read", json!({"aud": "https://other.example/mcp"})),
+        ),
+        (
+            "another issuer",
+            token("okfit:read", json!({"iss": "https://evil.example"})),
+        ),
+        ("expired", token("okfit:read", json!({"exp": now - 3600}))),
+        (
+            "unknown key",
+            issuer.sign(
+                "k2",
+                json!({"iss": ISSUER, "aud": RESOURCE,
+            "exp": now + 600, "scope": "okfit:read", "okfit_tenant": "acme"}),
+            ),
+        ),
+        (
+            "forged",
+            other.sign(
+                "k1",
+                json!({"iss": ISSUER, "aud": RESOURCE,
+            "exp": now + 600, "scope": "okfit:read", "okfit_tenant": "acme"}),
+            ),
+        ),
+        (
+            "no tenant",
+            token("okfit:read", json!({"okfit_tenant": null})),
+        ),
+    ];
+    for (why, t) in refused {
+        let r = rpc(&d, "/mcp", Some(&t), "tools/list", json!({}), &[]);
+        assert_eq!(r.status, 401, "{why}: {}", r.text());
+        assert!(
+            r.header("www-authenticate")
+                .unwrap_or("")
+                .contains(METADATA),
+            "{why}: {:?}",
+            r.headers
+        );
+    }
+    // Valid, but no okfit scope: 403 insufficient_scope.
+    let r = rpc(
+        &d,
+        "/mcp",
+        Some(&token("profile", json!({}))),
+        "tools/list",
+        json!({}),
+        &[],
+    );
+    r.expect_status(403);
+    assert!(
+        r.header("www-authenticate")
+            .unwrap_or("")
+            .contains("error=\"insufficient_scope\""),
+        "{:?}",
+        r.headers
+    );
+    // Another tenant in the path than the token names: 403.
+    rpc(
+        &d,
+        "/mcp/other",
+        Some(&token("okfit:read", json!({}))),
+        "tools/list",
+        json!({}),
+        &[],
+    )
+    .expect(403, "token does not grant access to that tenant");
+}
+
+#[test]
+fn without_an_issuer_no_metadata_is_advertised() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let _reader = sb.mint("acme", false);
+    let d = sb.serve_tcp("127.0.0.1", &[]);
+    d.req("GET", "/.well-known/oauth-protected-resource", &[], b"")
+        .expect(404, "no authorization server is configured");
+    let r = rpc(&d, "/mcp", None, "tools/list", json!({}), &[]);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+}
