@@ -110,22 +110,37 @@ fn refusal(daemon: &Daemon, why: Refused) -> Response {
     r
 }
 
-/// Authenticates an MCP request as every `/v1` route does, then hands the
-/// [`Caller`] to the MCP service in the request's extensions.
+/// Authenticates an MCP request as every `/v1` route does, holds it to
+/// its credential's rate limit (429 with `Retry-After` past it), then
+/// hands the [`Caller`] to the MCP service in the request's extensions.
 pub async fn mcp_caller(
     axum::extract::State(daemon): axum::extract::State<Arc<Daemon>>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let (mut parts, body) = req.into_parts();
-    match Caller::from_request_parts(&mut parts, &daemon).await {
-        Ok(caller) => {
-            parts.extensions.insert(caller);
-            next.run(axum::extract::Request::from_parts(parts, body))
-                .await
-        }
-        Err(refusal) => refusal,
+    let caller = match Caller::from_request_parts(&mut parts, &daemon).await {
+        Ok(c) => c,
+        Err(refusal) => return refusal,
+    };
+    // The credential's own budget; without credentials (a unix socket),
+    // the tenant's.
+    let key = crate::tokens::token_digest(bearer(&parts.headers).unwrap_or(&caller.tenant));
+    if let Err(wait) = daemon.admit(&key) {
+        let mut r = text(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests with this credential; retry after the time in Retry-After",
+        );
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(secs.max(1)),
+        );
+        return r;
     }
+    parts.extensions.insert(caller);
+    next.run(axum::extract::Request::from_parts(parts, body))
+        .await
 }
 
 /// The bearer token of a request's `Authorization` header.

@@ -116,9 +116,12 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
                 any(no_route_here).delete(delete_bundle),
             );
     }
-    let mcp = axum::routing::any_service(crate::mcp::service(daemon.clone())).layer(
-        axum::middleware::from_fn_with_state(daemon.clone(), crate::auth::mcp_caller),
-    );
+    let mcp = axum::routing::any_service(crate::mcp::service(daemon.clone()))
+        .layer::<_, std::convert::Infallible>(axum::middleware::from_fn_with_state(
+            daemon.clone(),
+            crate::auth::mcp_caller,
+        ))
+        .layer(crate::mcp::cors(&daemon.mcp_options().allowed_origins));
     let app = routes
         .route("/mcp", mcp.clone())
         .route("/mcp/{tenant}", mcp)

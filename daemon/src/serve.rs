@@ -10,7 +10,7 @@ pub use crate::routes::router;
 pub use crate::state::{Daemon, Tenant, MAX_BODY};
 pub use crate::tokens::{mint_token, read_tokens, Grant};
 
-pub use crate::state::WARM_TENANTS;
+pub use crate::state::{RATE_LIMIT, WARM_TENANTS};
 use okfit_store::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,6 +57,8 @@ pub struct ServeOptions {
     pub allowed_origins: Vec<String>,
     /// An authorization server whose access tokens are accepted too.
     pub oauth: Option<OAuthOptions>,
+    /// MCP requests per second per credential (0: no limit).
+    pub rate_limit: u32,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -263,8 +265,9 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                 .to_string(),
         );
     }
-    let mut daemon =
-        Daemon::new(at, tokens, opts.warm_tenants).with_mcp_access(&hosts, &opts.allowed_origins);
+    let mut daemon = Daemon::new(at, tokens, opts.warm_tenants)
+        .with_mcp_access(&hosts, &opts.allowed_origins)
+        .with_rate_limit(opts.rate_limit);
     if let Some(o) = oauth {
         daemon = daemon.with_oauth(o);
     }

@@ -33,7 +33,16 @@ pub struct Daemon {
     mcp: HttpOptions,
     /// The authorization server whose access tokens are accepted too.
     oauth: Option<OAuth>,
+    /// MCP requests allowed per credential (a token's sha256).
+    limiter: Option<Limiter>,
 }
+
+/// A rate limit per credential.
+type Limiter = governor::DefaultKeyedRateLimiter<[u8; 32]>;
+
+/// MCP requests a credential may make per second by default (twice as
+/// many in a burst).
+pub const RATE_LIMIT: u32 = 100;
 
 /// The tenants kept open, each with when it was last used; at most
 /// `budget` of them once the least recently used idle ones are closed.
@@ -133,7 +142,32 @@ impl Daemon {
                 max_body: MAX_BODY,
             },
             oauth: None,
+            limiter: None,
         }
+    }
+
+    /// The daemon allowing each credential `per_second` MCP requests a
+    /// second on average, twice that in a burst (0: no limit).
+    pub fn with_rate_limit(mut self, per_second: u32) -> Daemon {
+        self.limiter = std::num::NonZeroU32::new(per_second).map(|n| {
+            let burst = n.saturating_mul(std::num::NonZeroU32::MIN.saturating_add(1));
+            governor::RateLimiter::keyed(governor::Quota::per_second(n).allow_burst(burst))
+        });
+        self
+    }
+
+    /// `Ok` when the credential `key` may make another request now, else
+    /// how long until it may.
+    pub fn admit(&self, key: &[u8; 32]) -> Result<(), std::time::Duration> {
+        use governor::clock::{Clock, DefaultClock};
+        let Some(l) = &self.limiter else {
+            return Ok(());
+        };
+        if l.len() > 10_000 {
+            l.retain_recent();
+        }
+        l.check_key(key)
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
     /// The daemon accepting `oauth`'s access tokens besides its own.

@@ -757,6 +757,10 @@ pub struct ServeArgs {
     /// a request from any other page gets 403.
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     pub allowed_origins: Vec<String>,
+    /// MCP requests per second each credential may make (twice as many in
+    /// a burst); past it, 429 with Retry-After. 0: no limit.
+    #[arg(long, default_value_t = okfit_daemon::serve::RATE_LIMIT, value_name = "N")]
+    pub rate_limit: u32,
     /// Accept access tokens (JWTs) from this OAuth authorization server
     /// too (its issuer identifier); needs --jwks and --audience.
     #[arg(long, value_name = "URL", requires_all = ["jwks", "audience"])]
@@ -809,6 +813,7 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
         warm_tenants: a.warm_tenants,
         allowed_hosts: a.allowed_hosts,
         allowed_origins: a.allowed_origins,
+        rate_limit: a.rate_limit,
         oauth: match (a.oauth_issuer, a.jwks, a.audience) {
             (Some(issuer), Some(jwks), Some(audience)) => Some(okfit_daemon::serve::OAuthOptions {
                 issuer,

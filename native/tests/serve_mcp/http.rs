@@ -468,3 +468,94 @@ fn without_an_issuer_no_metadata_is_advertised() {
     let r = rpc(&d, "/mcp", None, "tools/list", json!({}), &[]);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
 }
+
+#[test]
+fn a_credential_past_its_rate_waits_and_only_allowed_origins_get_cors() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let busy = sb.mint("acme", false);
+    let calm = sb.mint("acme", false);
+    let page = sb.mint("acme", false);
+    let d = sb.serve_tcp(
+        "127.0.0.1",
+        &[
+            "--rate-limit",
+            "1",
+            "--allowed-origin",
+            "https://app.example:443",
+        ],
+    );
+    // One a second, two in a burst: a run of ten meets the limit (only a
+    // run slower than eight seconds would not).
+    let answers: Vec<Resp> = (0..10)
+        .map(|_| rpc(&d, "/mcp", Some(&busy), "tools/list", json!({}), &[]))
+        .collect();
+    let ok = answers.iter().filter(|r| r.status == 200).count();
+    assert!((2..10).contains(&ok), "{ok} of 10 admitted");
+    assert!(
+        answers.iter().all(|r| r.status == 200 || r.status == 429),
+        "{answers:?}"
+    );
+    let limited = answers
+        .iter()
+        .find(|r| r.status == 429)
+        .expect("a request past the limit");
+    let wait: u64 = limited
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&wait), "Retry-After {wait}");
+    // Another credential has its own budget.
+    rpc(&d, "/mcp", Some(&calm), "tools/list", json!({}), &[]).expect_status(200);
+
+    // CORS: a preflight from the allowed page is answered without a
+    // credential; its requests carry the CORS headers; any other page
+    // gets 403 and none.
+    let pre = d.req(
+        "OPTIONS",
+        "/mcp",
+        &[
+            ("Host", "127.0.0.1"),
+            ("Origin", "https://app.example"),
+            ("Access-Control-Request-Method", "POST"),
+            (
+                "Access-Control-Request-Headers",
+                "authorization, content-type, mcp-protocol-version",
+            ),
+        ],
+        b"",
+    );
+    pre.expect_status(200);
+    assert_eq!(
+        pre.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let allowed_methods = pre.header("access-control-allow-methods").unwrap_or("");
+    assert!(allowed_methods.contains("POST"), "{allowed_methods}");
+    let r = rpc(
+        &d,
+        "/mcp",
+        Some(&page),
+        "tools/list",
+        json!({}),
+        &[("Origin", "https://app.example")],
+    );
+    r.expect_status(200);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    let exposed = r.header("access-control-expose-headers").unwrap_or("");
+    assert!(exposed.contains("mcp-session-id"), "{exposed}");
+    let r = rpc(
+        &d,
+        "/mcp",
+        Some(&page),
+        "tools/list",
+        json!({}),
+        &[("Origin", "https://evil.example")],
+    );
+    r.expect_status(403);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+}
