@@ -512,6 +512,39 @@ fn daemon(out: &mut String, inputs: &Inputs) {
     );
 }
 
+fn mcp_http(out: &mut String, inputs: &Inputs) {
+    let Some(v) = section(
+        out,
+        inputs,
+        "## MCP over HTTP (`okfit serve`'s `/mcp`)",
+        "mcp-http.json",
+    ) else {
+        return;
+    };
+    out.push_str("Protocol revision 2026-07-28 (no session) with a bearer token, through ureq on kept-alive connections; the daemon on loopback TCP, then through TLS with a self-signed certificate the client trusts. Latency over one connection (1,000 calls after 100); throughput from 8 clients for 5 s, the same `search` calls.\n\n| transport | concepts | `tools/call search` ms p50 / p95 | requests/s (8 clients) | errors | daemon peak RSS MB |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    let r = rows(&v, "rows");
+    for row in &r {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            if row["tls"] == serde_json::json!(true) { "TLS" } else { "HTTP" },
+            int(num(row, "concepts")),
+            pair(row, "search_ms"),
+            int(num(row, "requests_per_s")),
+            int(num(row, "errors")),
+            one(num(row, "daemon_rss_mb")),
+        );
+    }
+    let plain = r
+        .iter()
+        .find(|row| row["tls"] == serde_json::json!(false) && num(row, "concepts") == Some(5000.0));
+    let _ = writeln!(
+        out,
+        "\nTarget: `tools/call search` over HTTP at 5,000 concepts p50 < 1 ms: {}.\n",
+        verdict(plain.and_then(|row| num(row, "search_ms.p50")).map(|p| p < 1.0))
+    );
+}
+
 fn reads_during_commits(out: &mut String, inputs: &Inputs) {
     let Some(v) = section(
         out,
@@ -916,6 +949,7 @@ pub fn render(inputs: &Inputs) -> String {
     mcp(&mut out, inputs);
     store(&mut out, inputs);
     daemon(&mut out, inputs);
+    mcp_http(&mut out, inputs);
     reads_during_commits(&mut out, inputs);
     replicas(&mut out, inputs);
     scale(&mut out, inputs);

@@ -369,13 +369,14 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
                 .local_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_else(|_| l.clone());
+            let scheme = if tls.is_some() { "https://" } else { "http://" };
             eprintln!(
-                "okfit serving {} on {}{local} ({}, {})",
+                "okfit serving {} on {scheme}{local} ({}, {})",
                 data.display(),
-                if tls.is_some() { "https://" } else { "http://" },
                 line(token_count, "token"),
                 line(sources, "watched tenant")
             );
+            eprintln!("okfit: MCP over HTTP at {scheme}{local}/mcp");
             warm_up();
             let acceptor = tls.clone().map(tokio_rustls::TlsAcceptor::from);
             accept_until(&mut shutdown, &slots, &listener, |s, permit| {

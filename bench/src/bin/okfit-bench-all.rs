@@ -181,6 +181,7 @@ fn main() -> ExitCode {
         "npx.json",
         "wasm.json",
         "reads-during-commits.json",
+        "mcp-http.json",
         "replicas.json",
         "scale.json",
     ] {
@@ -414,6 +415,16 @@ fn main() -> ExitCode {
                 sizes.clone(),
                 s("--json"),
                 json("serve.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "MCP over HTTP",
+            &[
+                bin("okfit-bench-mcp-http"),
+                s("--json"),
+                json("mcp-http.json"),
             ],
         );
         run(
