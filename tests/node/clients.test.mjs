@@ -61,7 +61,12 @@ before(async () => {
   const home = join(work, "home");
   mkdirSync(home);
   // Node 22 first on the PATH; nothing of the user's own configuration.
-  env = { PATH: `${bin}${delimiter}${process.env.PATH ?? ""}`, HOME: home, DISABLE_AUTOUPDATER: "1" };
+  env = {
+    PATH: `${bin}${delimiter}${process.env.PATH ?? ""}`,
+    HOME: home,
+    DISABLE_AUTOUPDATER: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  };
   daemon = spawn(okfitBin, ["serve", "--data", data, "--listen", `127.0.0.1:${port}`], {
     stdio: ["ignore", "ignore", "pipe"],
     env,
