@@ -527,7 +527,11 @@ fn mcp_http(out: &mut String, inputs: &Inputs) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} |",
-            if row["tls"] == serde_json::json!(true) { "TLS" } else { "HTTP" },
+            if row["tls"] == serde_json::json!(true) {
+                "TLS"
+            } else {
+                "HTTP"
+            },
             int(num(row, "concepts")),
             pair(row, "search_ms"),
             int(num(row, "requests_per_s")),
@@ -541,7 +545,11 @@ fn mcp_http(out: &mut String, inputs: &Inputs) {
     let _ = writeln!(
         out,
         "\nTarget: `tools/call search` over HTTP at 5,000 concepts p50 < 1 ms: {}.\n",
-        verdict(plain.and_then(|row| num(row, "search_ms.p50")).map(|p| p < 1.0))
+        verdict(
+            plain
+                .and_then(|row| num(row, "search_ms.p50"))
+                .map(|p| p < 1.0)
+        )
     );
 }
 

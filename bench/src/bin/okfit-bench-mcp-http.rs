@@ -267,14 +267,18 @@ fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        let text = serde_json::to_string_pretty(&json!({ "rows": rows })).map_err(|e| e.to_string())?;
+        let text =
+            serde_json::to_string_pretty(&json!({ "rows": rows })).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
 
+/// The sizes to measure and where to write the JSON.
+type Args = (Vec<usize>, Option<PathBuf>);
+
 /// `--sizes` and `--json`.
-fn parse_args() -> Result<Option<(Vec<usize>, Option<PathBuf>)>, String> {
+fn parse_args() -> Result<Option<Args>, String> {
     let mut sizes = vec![5000];
     let mut json_path = None;
     let Some(pairs) = okfit_bench::kbdata::flag_values()? else {
