@@ -681,9 +681,10 @@ fn reads_are_byte_identical_embedded_over_a_socket_and_over_http() {
     assert_eq!(
         tcp.stderr(),
         format!(
-            "okfit serving {} on http://127.0.0.1:{} (1 token, 0 watched tenants)\n",
+            "okfit serving {} on http://127.0.0.1:{port} (1 token, 0 watched tenants)\n\
+             okfit: MCP over HTTP at http://127.0.0.1:{port}/mcp\n",
             sb.data(),
-            tcp.port()
+            port = tcp.port()
         )
     );
     let dsns = [

@@ -6,11 +6,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, existsSync, writeFileSync } from "node:fs";
-import { execFile, execFileSync, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { execFile, execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve, delimiter } from "node:path";
 import { fileURLToPath } from "node:url";
+import { serve } from "./serve.mjs";
 import { promisify } from "node:util";
 
 const run = promisify(execFile);
@@ -22,20 +22,10 @@ const bin = join(here, "node_modules", ".bin");
 
 let work;
 let daemon;
-let daemonErr = "";
 let url;
 let token;
 let env;
 
-const freePort = () =>
-  new Promise((ok, fail) => {
-    const s = createServer();
-    s.on("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const p = s.address().port;
-      s.close(() => ok(p));
-    });
-  });
 
 before(async () => {
   assert.ok(existsSync(okfitBin), `okfit not built at ${okfitBin} (cargo build -p okfit)`);
@@ -56,8 +46,6 @@ before(async () => {
   })
     .toString()
     .trim();
-  const port = await freePort();
-  url = `http://127.0.0.1:${port}/mcp`;
   const home = join(work, "home");
   mkdirSync(home);
   // Node 22 first on the PATH; nothing of the user's own configuration.
@@ -67,21 +55,9 @@ before(async () => {
     DISABLE_AUTOUPDATER: "1",
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
   };
-  daemon = spawn(okfitBin, ["serve", "--data", data, "--listen", `127.0.0.1:${port}`], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env,
-  });
-  daemon.stderr.on("data", (d) => (daemonErr += d.toString()));
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    assert.ok(Date.now() < deadline, `okfit serve did not start: ${daemonErr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let port;
+  ({ child: daemon, port } = await serve(okfitBin, data, env));
+  url = `http://127.0.0.1:${port}/mcp`;
 });
 
 after(() => {

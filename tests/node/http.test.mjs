@@ -6,11 +6,11 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
-import { execFileSync, spawn } from "node:child_process";
-import { createServer } from "node:net";
+import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { serve } from "./serve.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -22,20 +22,10 @@ const okfitBin = process.env.OKFIT_BIN ?? join(dirname(mcpBin), "okfit");
 
 let work;
 let daemon;
-let daemonErr = "";
 let port;
 let token;
 let readToken;
 
-const freePort = () =>
-  new Promise((ok, fail) => {
-    const s = createServer();
-    s.on("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const p = s.address().port;
-      s.close(() => ok(p));
-    });
-  });
 
 const mint = (data, flags) =>
   execFileSync(okfitBin, ["token", "--data", data, "--tenant", "acme", ...flags], {
@@ -50,23 +40,7 @@ before(async () => {
   const data = join(work, "served");
   token = mint(data, ["--write", "--database"]);
   readToken = mint(data, []);
-  port = await freePort();
-  daemon = spawn(okfitBin, ["serve", "--data", data, "--listen", `127.0.0.1:${port}`], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { PATH: process.env.PATH ?? "", HOME: work },
-  });
-  daemon.stderr.on("data", (d) => (daemonErr += d.toString()));
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (r.ok) break;
-    } catch {
-      // not listening yet
-    }
-    assert.ok(Date.now() < deadline, `okfit serve did not start: ${daemonErr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  ({ child: daemon, port } = await serve(okfitBin, data, { PATH: process.env.PATH ?? "", HOME: work }));
 });
 
 after(async () => {

@@ -526,36 +526,31 @@ fn a_credential_past_its_rate_waits_and_only_allowed_origins_get_cors() {
         ],
         b"",
     );
-    pre.expect_status(200);
-    assert_eq!(
-        pre.header("access-control-allow-origin"),
-        Some("https://app.example")
-    );
+    let allowed = |r: &Resp| {
+        r.expect_status(200);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some("https://app.example")
+        );
+    };
+    allowed(&pre);
     let allowed_methods = pre.header("access-control-allow-methods").unwrap_or("");
     assert!(allowed_methods.contains("POST"), "{allowed_methods}");
-    let r = rpc(
-        &d,
-        "/mcp",
-        Some(&page),
-        "tools/list",
-        json!({}),
-        &[("Origin", "https://app.example")],
-    );
-    r.expect_status(200);
-    assert_eq!(
-        r.header("access-control-allow-origin"),
-        Some("https://app.example")
-    );
+    let from = |origin: &str| {
+        rpc(
+            &d,
+            "/mcp",
+            Some(&page),
+            "tools/list",
+            json!({}),
+            &[("Origin", origin)],
+        )
+    };
+    let r = from("https://app.example");
+    allowed(&r);
     let exposed = r.header("access-control-expose-headers").unwrap_or("");
     assert!(exposed.contains("mcp-session-id"), "{exposed}");
-    let r = rpc(
-        &d,
-        "/mcp",
-        Some(&page),
-        "tools/list",
-        json!({}),
-        &[("Origin", "https://evil.example")],
-    );
+    let r = from("https://evil.example");
     r.expect_status(403);
     assert_eq!(r.header("access-control-allow-origin"), None);
 }
