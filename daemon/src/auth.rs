@@ -56,11 +56,9 @@ impl FromRequestParts<Arc<Daemon>> for Caller {
                 }
             }
         } else {
-            let grant = match bearer(&parts.headers) {
-                Some(b) => daemon.authenticate(b),
-                None => Err(Refused::Invalid("invalid or missing bearer token".into())),
-            }
-            .map_err(|r| refusal(daemon, r))?;
+            let grant = daemon
+                .authenticate(bearer(&parts.headers))
+                .map_err(|r| refusal(daemon, r))?;
             if path_tenant.as_ref().is_some_and(|t| *t != grant.tenant) {
                 return Err(text(
                     StatusCode::FORBIDDEN,

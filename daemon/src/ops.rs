@@ -61,7 +61,7 @@ pub async fn resource_metadata(State(d): State<Arc<Daemon>>) -> Response {
 
 /// `GET /metrics`.
 pub async fn metrics(State(d): State<Arc<Daemon>>, headers: HeaderMap) -> Response {
-    if d.has_credentials() && bearer(&headers).is_none_or(|b| d.authenticate(b).is_err()) {
+    if d.has_credentials() && d.authenticate(bearer(&headers)).is_err() {
         return text(StatusCode::UNAUTHORIZED, "invalid or missing bearer token");
     }
     let body = tokio::task::spawn_blocking(move || d.metrics.render(d.scrape()))

@@ -188,14 +188,15 @@ impl Daemon {
         !self.tokens.is_empty() || self.oauth.is_some()
     }
 
-    /// The grant of a bearer credential: one of the daemon's own tokens,
-    /// or an access token from the configured authorization server.
-    pub fn authenticate(&self, bearer: &str) -> Result<Grant, Refused> {
-        if let Some(g) = self.grant(bearer) {
+    /// The grant of a bearer credential (`None`: the request carried
+    /// none): one of the daemon's own tokens, or an access token from the
+    /// configured authorization server.
+    pub fn authenticate(&self, bearer: Option<&str>) -> Result<Grant, Refused> {
+        if let Some(g) = bearer.and_then(|b| self.grant(b)) {
             return Ok(g.clone());
         }
-        match &self.oauth {
-            Some(o) if bearer.bytes().filter(|b| *b == b'.').count() == 2 => o.grant(bearer),
+        match (&self.oauth, bearer) {
+            (Some(o), Some(b)) if b.bytes().filter(|c| *c == b'.').count() == 2 => o.grant(b),
             _ => Err(Refused::Invalid("invalid or missing bearer token".into())),
         }
     }

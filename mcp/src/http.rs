@@ -54,12 +54,7 @@ impl HttpServer {
             .extensions
             .get::<Parts>()
             .ok_or_else(|| ErrorData::internal_error("the request has no HTTP parts", None))?;
-        let resolve = || (self.resolve)(parts).map(|tools| Server { tools });
-        use tokio::runtime::{Handle, RuntimeFlavor};
-        match Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(resolve),
-            _ => resolve(),
-        }
+        crate::in_place(|| (self.resolve)(parts).map(|tools| Server { tools }))
     }
 }
 

@@ -144,7 +144,7 @@ async fn off_thread<T: Send + 'static>(
     };
     use tokio::runtime::{Handle, RuntimeFlavor};
     let (value, changed) = if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        in_place(run)
+        tokio::task::block_in_place(run)
     } else {
         tokio::task::spawn_blocking(run)
             .await
