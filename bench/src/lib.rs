@@ -11,5 +11,6 @@ pub mod measure;
 pub mod pg;
 pub mod prose;
 pub mod reference;
+pub mod relevance;
 pub mod report;
 pub mod rng;

@@ -1,0 +1,208 @@
+//! `okfit-bench-search`: how well okfit's `search` ranks the concept that
+//! answers a question, beside plain BM25 over the raw Markdown.
+//!
+//! From the workspace root:
+//! `cargo run --release -p okfit-bench --bin okfit-bench-search`.
+//! For each question set in `bench/search/` it opens the corpus folder it
+//! names (under `../shared/corpora`, or `$OKFIT_CORPORA`) as a folder
+//! connection, asks every question through `search` (k = 8; direct hits,
+//! then linked ones) and through plain BM25 over the same concept files,
+//! and reports hit@1, hit@8, MRR@8 and nDCG@8 per corpus and per kind of
+//! question. `--misses` lists the questions okfit does not answer first;
+//! `--json PATH` also writes the figures as JSON.
+
+use okfit_bench::relevance::{self, Metrics, PlainBm25, QuestionSet, CUTOFF};
+use okfit_knowledge::kb::Knowledge;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+okfit-bench-search: retrieval quality of okfit's search on real corpora
+
+Usage: okfit-bench-search [--sets DIR] [--misses] [--json PATH]
+
+  --sets DIR    question sets (default bench/search)
+  --misses      list the questions okfit's search does not answer first
+  --json PATH   also write the figures as JSON";
+
+/// The ranked result paths of one question by one system.
+type Ranking = Vec<String>;
+
+/// okfit's ranking: the ids of the search answer's rows (direct hits,
+/// then linked ones), mapped to the corpus files they name.
+fn okfit_ranking(kb: &Knowledge, files: &[String], q: &str) -> Result<Ranking, String> {
+    let tsv = kb.search(q, CUTOFF, None).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut rows = false;
+    for line in tsv.lines() {
+        if line.starts_with("id\t") {
+            rows = true;
+            continue;
+        }
+        if !rows || line.starts_with('#') || line.is_empty() {
+            continue;
+        }
+        let id = line.split('\t').next().unwrap_or("");
+        let path = files
+            .iter()
+            .find(|p| relevance::id_names(id, p))
+            .ok_or_else(|| format!("search returned id {id:?}, which names no concept file"))?;
+        out.push(path.clone());
+    }
+    out.truncate(CUTOFF);
+    Ok(out)
+}
+
+/// Per question: (kind, okfit's metrics, plain BM25's metrics, okfit's
+/// ranking).
+type Scored = Vec<(String, Metrics, Metrics, Ranking)>;
+
+fn run_set(corpora: &Path, set: &QuestionSet) -> Result<Scored, String> {
+    let root = std::fs::canonicalize(corpora.join(&set.path))
+        .map_err(|e| format!("{}: {e}", corpora.join(&set.path).display()))?;
+    let files = relevance::concept_files(&root)?;
+    for q in &set.questions {
+        for a in &q.answers {
+            if !files.contains(a) {
+                return Err(format!("{}: answer {a} is no concept file", set.corpus));
+            }
+        }
+    }
+    let texts: Vec<(String, String)> = files
+        .iter()
+        .map(|p| {
+            std::fs::read_to_string(root.join(p))
+                .map(|t| (p.clone(), t))
+                .map_err(|e| format!("{p}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let plain = PlainBm25::new(&texts);
+    let kb = Knowledge::open(&format!("okf://{}", root.display())).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for q in &set.questions {
+        let judge = |ranked: &[String]| {
+            let rel: Vec<bool> = ranked.iter().map(|p| q.answers.contains(p)).collect();
+            relevance::score(&rel, q.answers.len())
+        };
+        let ours = okfit_ranking(&kb, &files, &q.text)?;
+        let base: Vec<String> = plain
+            .rank(&q.text, CUTOFF)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        out.push((q.kind.clone(), judge(&ours), judge(&base), ours));
+    }
+    Ok(out)
+}
+
+fn row(corpus: &str, kind: &str, system: &str, m: &Metrics) -> String {
+    format!(
+        "| {corpus} | {kind} | {system} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
+        m.n, m.hit1, m.hit8, m.mrr8, m.ndcg8
+    )
+}
+
+fn metrics_json(m: &Metrics) -> Value {
+    json!({"n": m.n, "hit1": m.hit1, "hit8": m.hit8, "mrr8": m.mrr8, "ndcg8": m.ndcg8})
+}
+
+fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf);
+    let corpora = relevance::corpora_dir(&repo);
+    if !corpora.is_dir() {
+        return Err(format!(
+            "the corpora directory {} is absent (set OKFIT_CORPORA): nothing measured",
+            corpora.display()
+        ));
+    }
+    let sets = relevance::load_sets(sets_dir)?;
+    println!("| corpus | questions | system | n | hit@1 | hit@8 | MRR@8 | nDCG@8 |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|");
+    let mut report = Vec::new();
+    let mut all: Scored = Vec::new();
+    for set in &sets {
+        let scored = run_set(&corpora, set)?;
+        let mut kinds = Vec::new();
+        for kind in ["named", "described", "all"] {
+            let pick: Vec<_> = scored
+                .iter()
+                .filter(|s| kind == "all" || s.0 == kind)
+                .collect();
+            let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
+            let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
+            println!("{}", row(&set.corpus, kind, "okfit", &ours));
+            println!("{}", row(&set.corpus, kind, "plain BM25", &base));
+            kinds.push(json!({"kind": kind, "okfit": metrics_json(&ours),
+                              "bm25": metrics_json(&base)}));
+        }
+        if misses {
+            for (q, s) in set.questions.iter().zip(&scored) {
+                if s.1.hit1 < 1.0 {
+                    eprintln!(
+                        "miss {} [{}] rr={:.2} {:?}\n  want {:?}\n  got  {:?}",
+                        set.corpus, q.kind, s.1.mrr8, q.text, q.answers, s.3
+                    );
+                }
+            }
+        }
+        report.push(json!({"corpus": set.corpus, "path": set.path, "kinds": kinds}));
+        all.extend(scored);
+    }
+    let mut totals = Vec::new();
+    for kind in ["named", "described", "all"] {
+        let pick: Vec<_> = all.iter().filter(|s| kind == "all" || s.0 == kind).collect();
+        let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
+        let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
+        println!("{}", row("every corpus", kind, "okfit", &ours));
+        println!("{}", row("every corpus", kind, "plain BM25", &base));
+        totals.push(json!({"kind": kind, "okfit": metrics_json(&ours),
+                           "bm25": metrics_json(&base)}));
+    }
+    if let Some(p) = json_out {
+        let v = json!({"cutoff": CUTOFF, "corpora": report, "total": totals});
+        std::fs::write(&p, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let mut sets = PathBuf::from("bench/search");
+    let mut misses = false;
+    let mut json_out = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "--misses" => misses = true,
+            "--sets" | "--json" => {
+                let Some(v) = it.next() else {
+                    eprintln!("okfit-bench-search: {a} needs a value");
+                    return ExitCode::from(2);
+                };
+                if a == "--sets" {
+                    sets = PathBuf::from(v);
+                } else {
+                    json_out = Some(PathBuf::from(v));
+                }
+            }
+            other => {
+                eprintln!("okfit-bench-search: unknown argument {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    match run(&sets, misses, json_out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("okfit-bench-search: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
