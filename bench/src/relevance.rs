@@ -80,7 +80,12 @@ fn load_set(file: &Path) -> Result<QuestionSet, String> {
         let answers: Vec<String> = q
             .get("answers")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         if answers.is_empty() {
             return Err(at("every question needs at least one answer"));
@@ -284,7 +289,10 @@ mod tests {
         let miss = score(&[false; 10], 1);
         assert_eq!(miss.hit8, 0.0);
         // Beyond the cut-off nothing counts.
-        let late = score(&[false, false, false, false, false, false, false, false, true], 1);
+        let late = score(
+            &[false, false, false, false, false, false, false, false, true],
+            1,
+        );
         assert_eq!(late.mrr8, 0.0);
         assert_eq!(score(&[true], 1).ndcg8, 1.0);
     }

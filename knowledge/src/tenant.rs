@@ -8,6 +8,7 @@
 //! committed since the model was loaded, the model catches up first.
 
 use crate::view::View;
+use okfit_core::kb::compile;
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::model::{Entry, Sources};
 use okfit_core::kb::search::DocTerms;
@@ -15,7 +16,7 @@ use okfit_core::time::{self, Instant};
 use okfit_store::backend::Location;
 use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
 use okfit_store::error::Error;
-use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, Storage};
+use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, Storage, COMPILER_VERSION};
 use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -47,6 +48,9 @@ fn backoff(attempt: u32) {
 /// Most changed documents whose postings a catch-up patches into the
 /// loaded terms; past it, the loaded terms are dropped and read again.
 const PATCH_SLOTS: usize = 64;
+
+/// Documents recompiled per transaction (see [`Loaded::recompile`]).
+const RECOMPILE_RUN: usize = 1_000;
 
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 512;
@@ -205,6 +209,14 @@ impl StoreKb {
         f: impl FnOnce(&View, &mut dyn Sources) -> Result<R, Error>,
     ) -> Result<R, Error> {
         let conn = self.borrow()?;
+        let unloaded = {
+            let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+            st.view.is_none()
+        };
+        if unloaded && conn.compiler()? != COMPILER_VERSION {
+            // Written by an older okfit: derive its rows again first.
+            self.exclusive(false, |_, _| Ok::<(), Error>(()))?;
+        }
         let mut texts = Texts {
             kb: self,
             conn: &*conn,
@@ -256,6 +268,9 @@ impl StoreKb {
             .as_deref_mut()
             .ok_or_else(|| Error::Store("store not open".into()))?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if st.view.is_none() && store.compiler()? != COMPILER_VERSION {
+            st.recompile(store, &self.tenant)?;
+        }
         st.catch_up_now(store, &self.tenant)?;
         f(store, &mut st)
     }
@@ -359,6 +374,65 @@ impl Loaded {
         view.model.settle();
         self.view = Some(view);
         self.head = head;
+        Ok(())
+    }
+
+    /// Derives every current document's compiled row and search terms
+    /// again from its stored bytes, when the store was written by another
+    /// compiler ([`COMPILER_VERSION`]): what a query is compared with must
+    /// be what this okfit derives. Under the commit lock, so one process
+    /// does it once; [`RECOMPILE_RUN`] documents per transaction.
+    fn recompile(&mut self, store: &mut dyn Storage, tenant: &str) -> Result<(), Error> {
+        let _lock = store.lock_commits()?;
+        if store.compiler()? == COMPILER_VERSION {
+            return Ok(());
+        }
+        self.view = None;
+        self.head = None;
+        self.catch_up_now(store, tenant)?;
+        let Some(view) = self.view.as_mut() else {
+            return Ok(());
+        };
+        let docs: Vec<(u32, String, String, String)> = view
+            .model
+            .slots()
+            .filter_map(|s| {
+                let e = view.model.entry(s)?;
+                Some((s, e.bundle.clone(), e.path.clone(), e.hash.clone()))
+            })
+            .collect();
+        let runs = docs.chunks(RECOMPILE_RUN);
+        let count = runs.len();
+        for (i, run) in runs.enumerate() {
+            let hashes: Vec<&str> = run.iter().map(|d| d.3.as_str()).collect();
+            let mut rows = Vec::with_capacity(run.len());
+            for ((slot, bundle, path, hash), bytes) in run.iter().zip(store.blobs(&hashes)?) {
+                let bytes = bytes.ok_or_else(|| {
+                    Error::Store(format!("{bundle}/{path}: content {hash} is missing"))
+                })?;
+                let text = String::from_utf8_lossy(&bytes);
+                let compiled = compile::compile(path, &text);
+                // Same path, same slot: the id stays, so the terms can be
+                // derived at once.
+                view.model
+                    .upsert_at(*slot, bundle, path, hash, compiled.clone());
+                rows.push(NewDoc {
+                    slot: *slot,
+                    bundle: bundle.clone(),
+                    path: path.clone(),
+                    hash: hash.clone(),
+                    terms: view.terms(*slot, &text),
+                    compiled,
+                });
+            }
+            store.recompile(&rows, i + 1 == count)?;
+        }
+        if count == 0 {
+            store.recompile(&[], true)?;
+        }
+        // Read again as stored.
+        self.view = None;
+        self.head = None;
         Ok(())
     }
 

@@ -870,6 +870,37 @@ fn manifest_is_byte_identical_across_runs_and_filters_by_bundle(backend: Backend
 
 on_both_backends!(manifest_is_byte_identical_across_runs_and_filters_by_bundle);
 
+/// A store derived by an older okfit (another analyzer, other compiled
+/// rows) is derived again from its stored bytes on first use: searches
+/// answer as over the folder, no revision is added, and the new version is
+/// recorded so that it happens once.
+fn a_store_from_an_older_okfit_is_derived_again_once(backend: Backend) {
+    let sb = Sandbox::on(backend);
+    sb.copy_fixture("sales", "sales");
+    sb.put("sales", "sales");
+    let store = sb.store_dsn("sales");
+    let folder = sb.folder_dsn("sales");
+    let history = sb.conn(&store, &["history"]).ok();
+    let current = sb.tenants.age_compiler("sales");
+    for query in [
+        ["search", "churned", "customers"],
+        ["search", "retaining", "orders"],
+    ] {
+        let s = sb.conn(&store, &query).ok();
+        assert_eq!(s, sb.conn(&folder, &query).ok(), "{query:?}");
+        assert!(
+            s.contains("# hits: ") && !s.contains("# hits: 0 direct"),
+            "{s}"
+        );
+    }
+    assert_eq!(sb.conn(&store, &["history"]).ok(), history);
+    // Recorded: aging it again reports the version this okfit wrote.
+    assert_eq!(sb.tenants.age_compiler("sales"), current);
+    assert_ne!(current, "1");
+}
+
+on_both_backends!(a_store_from_an_older_okfit_is_derived_again_once);
+
 // ------------------------------------------------------------------------
 // 4. search / get / snapshot: store ≡ folder
 // ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Bumped when the compiled form of a document changes meaning.
-pub const COMPILER_VERSION: &str = "1";
+pub const COMPILER_VERSION: &str = "2";
 
 /// The head of a tenant: its newest revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -226,6 +226,16 @@ pub trait Storage: Send {
     fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error>;
     /// Re-checks every retained revision's documents and digests.
     fn verify(&self) -> Result<Verified, Error>;
+    /// The version of the compiler ([`COMPILER_VERSION`]) that derived the
+    /// stored rows and search terms.
+    fn compiler(&self) -> Result<String, Error>;
+    /// Replaces what is derived from some current documents (compiled
+    /// rows, search lengths and postings) with `docs`, the same documents
+    /// compiled again, in one transaction and without a revision, since no
+    /// document changes; with `last`, also records [`COMPILER_VERSION`].
+    /// Run under [`Storage::lock_commits`]; a run cut short is done again
+    /// from the start, as the version still names the old compiler.
+    fn recompile(&mut self, docs: &[NewDoc], last: bool) -> Result<(), Error>;
     /// Caps this connection's own cache at `kib` KiB where it has one. A
     /// pool of read connections keeps theirs small: the read model holds
     /// what they read.
@@ -883,6 +893,42 @@ impl Storage for SqliteStore {
         tx.commit()?;
         self.term_ids.extend(fresh);
         Ok(plan.committed(seq, revision, parent))
+    }
+
+    fn compiler(&self) -> Result<String, Error> {
+        let v: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'compiler'", [], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(v.unwrap_or_default())
+    }
+
+    fn recompile(&mut self, docs: &[NewDoc], last: bool) -> Result<(), Error> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let cache = &self.term_ids;
+        let mut fresh = NewTerms::new();
+        let task = Task::begin("recompiling documents", Some(docs.len() as u64));
+        for d in docs {
+            let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
+            tx.prepare_cached("UPDATE docs SET len = ?2, compiled = ?3 WHERE slot = ?1")?
+                .execute(params![d.slot, len, d.compiled.encode()])?;
+            Self::update_postings(&tx, cache, &mut fresh, d.slot, d.terms.as_ref())?;
+            task.advance(1);
+        }
+        drop(task);
+        if last {
+            tx.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('compiler', ?1)",
+                [COMPILER_VERSION],
+            )?;
+        }
+        tx.commit()?;
+        self.term_ids.extend(fresh);
+        Ok(())
     }
 
     fn history(

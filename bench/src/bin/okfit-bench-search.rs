@@ -153,7 +153,10 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
     }
     let mut totals = Vec::new();
     for kind in ["named", "described", "all"] {
-        let pick: Vec<_> = all.iter().filter(|s| kind == "all" || s.0 == kind).collect();
+        let pick: Vec<_> = all
+            .iter()
+            .filter(|s| kind == "all" || s.0 == kind)
+            .collect();
         let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
         let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
         println!("{}", row("every corpus", kind, "okfit", &ours));
@@ -163,8 +166,11 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
     }
     if let Some(p) = json_out {
         let v = json!({"cutoff": CUTOFF, "corpora": report, "total": totals});
-        std::fs::write(&p, serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?)
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::write(
+            &p,
+            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
 }

@@ -49,6 +49,11 @@ pub struct Compiled {
     /// Sections of the body (UTF-16 offsets within the body).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sections: Vec<Section>,
+    /// More words the concept is found by: its `aliases`, `tags` and
+    /// `keywords` (top level or in an `x-` extension map) and its whole
+    /// description, flattened to one line.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub keywords: String,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -91,6 +96,10 @@ impl Compiled {
         }
         out.push('\t');
         out.push_str(&self.body_start.to_string());
+        if !self.keywords.is_empty() {
+            out.push('\t');
+            out.push_str(&clean(&self.keywords));
+        }
         out.push('\n');
         let mut first = true;
         for link in &self.links {
@@ -148,6 +157,7 @@ impl Compiled {
             v => Some(v.parse().ok()?),
         };
         let body_start = f.next()?.parse().ok()?;
+        let keywords = f.next().unwrap_or("").to_string();
         if f.next().is_some() {
             return None;
         }
@@ -185,6 +195,7 @@ impl Compiled {
             links,
             body_start,
             sections,
+            keywords,
         })
     }
 }
@@ -280,7 +291,43 @@ pub fn compile(path: &str, text: &str) -> Compiled {
         links,
         body_start: start as u32,
         sections: text::sections(body),
+        keywords: keywords(fm_ref),
     }
+}
+
+/// The keyword words of a frontmatter (see [`Compiled::keywords`]).
+fn keywords(fm: &Map<String, Value>) -> String {
+    fn push(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(text::flatten(s)),
+            Value::Array(a) => a.iter().for_each(|x| {
+                if let Value::String(s) = x {
+                    out.push(text::flatten(s));
+                }
+            }),
+            _ => {}
+        }
+    }
+    const KEYS: [&str; 3] = ["aliases", "tags", "keywords"];
+    let mut out = Vec::new();
+    for (k, v) in fm {
+        if KEYS.contains(&k.as_str()) {
+            push(v, &mut out);
+        } else if k.starts_with("x-") {
+            if let Value::Object(ext) = v {
+                for key in KEYS {
+                    if let Some(v) = ext.get(key) {
+                        push(v, &mut out);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::String(d)) = fm.get("description") {
+        out.push(text::flatten(d));
+    }
+    out.retain(|s| !s.is_empty());
+    out.join(" ")
 }
 
 /// The bundle paths a link written in `from` may name, in the order the

@@ -5,6 +5,7 @@
 //! Pure like the rest of the crate: callers hand in `(bundle, path, bytes)`
 //! and a `now`; storage, files and threads live in the `okfit` crate.
 
+pub mod analyze;
 pub mod compile;
 pub mod model;
 pub mod names;

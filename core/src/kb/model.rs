@@ -713,21 +713,27 @@ impl Model {
         Ok((out, next))
     }
 
-    /// The words a concept is found by: (names, fields) of reference
-    /// langonrock §6.1 — id and title; bundle, kind, status, grain, summary.
+    /// The words a concept is found by: (names, fields). Names: id and
+    /// title. Fields: bundle, kind, status, grain and summary (reference
+    /// langonrock §6.1), then the keywords (aliases, tags, the whole
+    /// description) and the words of the section headings.
     pub fn search_fields(&self, slot: u32) -> Option<(String, String)> {
         let e = self.entry(slot)?;
         if !e.is_concept() {
             return None;
         }
         let c = &e.compiled;
-        Some((
-            format!("{} {}", e.id, c.title),
-            format!(
-                "{} {} {} {} {}",
-                e.bundle, c.kind, c.status, c.grain, c.summary
-            ),
-        ))
+        let mut fields = format!(
+            "{} {} {} {} {} {}",
+            e.bundle, c.kind, c.status, c.grain, c.summary, c.keywords
+        );
+        for s in &c.sections {
+            if s.name != "body" {
+                fields.push(' ');
+                fields.push_str(&s.name);
+            }
+        }
+        Some((format!("{} {}", e.id, c.title), fields))
     }
 
     /// Runs a search (reference langonrock §4.2, §6): BM25 over `index`,

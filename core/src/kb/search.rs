@@ -6,9 +6,8 @@
 //! Everything here is deterministic: equal scores break on the document id,
 //! and scores are accumulated in query-term order.
 
+pub use super::analyze::{query_terms, tokenize, tokens};
 use rustc_hash::{FxHashMap, FxHashSet};
-use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
 
 /// Weight of a token of the names text (see [`doc_terms`]).
 pub const NAME_WEIGHT: f32 = 4.0;
@@ -26,63 +25,6 @@ pub const MAX_K: usize = 50;
 pub const FIND_WINDOW: usize = 2000;
 
 // ---------------------------------------------------------------------------
-// Tokenizer
-// ---------------------------------------------------------------------------
-
-/// Appends the search tokens of `text` to `out`: lowercased, accent-folded
-/// (NFKD minus combining marks) maximal runs of alphanumeric characters.
-pub fn tokenize(text: &str, out: &mut Vec<String>) {
-    if text.is_ascii() {
-        // Fast path: runs of [A-Za-z0-9], one allocation per token.
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            if !bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-            }
-            let mut tok = text[start..i].to_owned();
-            tok.make_ascii_lowercase();
-            out.push(tok);
-        }
-        return;
-    }
-    let mut cur = String::new();
-    for c in text.to_lowercase().nfkd() {
-        if is_combining_mark(c) {
-            continue;
-        }
-        if c.is_alphanumeric() {
-            cur.push(c);
-        } else if !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-}
-
-/// The search tokens of `text` (see [`tokenize`]).
-pub fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    tokenize(text, &mut out);
-    out
-}
-
-/// Query tokens, de-duplicated, in first-occurrence order.
-fn query_terms(query: &str) -> Vec<String> {
-    let mut all = tokens(query);
-    let mut seen = FxHashSet::default();
-    all.retain(|t| seen.insert(t.clone()));
-    all
-}
-
-// ---------------------------------------------------------------------------
 // Per-document terms
 // ---------------------------------------------------------------------------
 
@@ -95,17 +37,17 @@ pub struct DocTerms {
     pub terms: Vec<(String, f32)>,
 }
 
-/// Weighted terms of a document from its names, fields and body texts.
+/// Weighted terms of a document from its names, fields and body texts
+/// (see [`super::analyze`]).
 pub fn doc_terms(names: &str, fields: &str, body: &str) -> DocTerms {
     let mut tf: FxHashMap<String, f32> = FxHashMap::default();
     let mut len = 0f32;
-    let mut buf = Vec::new();
+    let mut counts = FxHashMap::default();
     for (text, weight) in [(names, NAME_WEIGHT), (fields, FIELD_WEIGHT), (body, 1.0)] {
-        buf.clear();
-        tokenize(text, &mut buf);
-        len += weight * buf.len() as f32;
-        for t in buf.drain(..) {
-            *tf.entry(t).or_insert(0.0) += weight;
+        counts.clear();
+        len += weight * super::analyze::term_counts(text, &mut counts) as f32;
+        for (t, n) in counts.drain() {
+            *tf.entry(t).or_insert(0.0) += weight * n as f32;
         }
     }
     let mut terms: Vec<(String, f32)> = tf.into_iter().collect();
@@ -566,101 +508,79 @@ fn utf16_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()
 }
 
-/// Maximal runs of alphanumeric characters of `s`, de-duplicated, in order.
-fn alnum_words(s: &str) -> Vec<&str> {
-    let mut words: Vec<&str> = Vec::new();
-    let mut start = None;
-    for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
-        match (c.is_alphanumeric(), start) {
-            (true, None) => start = Some(i),
+/// Occurrences of the query's terms in `text` as (UTF-16 start, UTF-16
+/// end, term index), in text order: each alphanumeric run of the text,
+/// folded and stemmed like the index's tokens, that is one of `terms`.
+/// Stems are computed once per distinct word, and only for words whose
+/// first character starts some term.
+fn occurrences(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
+    let firsts: Vec<char> = terms.iter().filter_map(|t| t.chars().next()).collect();
+    let mut known: FxHashMap<String, Option<usize>> = FxHashMap::default();
+    let mut occ = Vec::new();
+    let mut toks = Vec::with_capacity(1);
+    let (mut unit, mut run_start, mut run_unit) = (0usize, None::<usize>, 0usize);
+    let chars = text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')));
+    for (i, c) in chars {
+        let alnum = i < text.len() && c.is_alphanumeric();
+        match (alnum, run_start) {
+            (true, None) => {
+                run_start = Some(i);
+                run_unit = unit;
+            }
             (false, Some(st)) => {
-                let w = &s[st..i];
-                if !words.contains(&w) {
-                    words.push(w);
+                run_start = None;
+                let word = &text[st..i];
+                let hit = match known.get(word) {
+                    Some(h) => *h,
+                    None => {
+                        toks.clear();
+                        super::analyze::tokenize(word, &mut toks);
+                        let h = match toks.as_slice() {
+                            [t] if t.chars().next().is_some_and(|f| firsts.contains(&f)) => {
+                                let st = super::analyze::stem(t);
+                                terms.iter().position(|q| *q == st)
+                            }
+                            _ => None,
+                        };
+                        known.insert(word.to_owned(), h);
+                        h
+                    }
+                };
+                if let Some(ti) = hit {
+                    occ.push((run_unit, unit, ti));
                 }
-                start = None;
             }
             _ => {}
         }
+        unit += c.len_utf16();
     }
-    words
+    occ
 }
 
 /// Start offset (UTF-16 code units) of the [`FIND_WINDOW`]-wide window of
-/// `text` that best covers the query words: the cluster of whole-word
-/// occurrences with the most distinct words (earliest on ties), centred and
-/// clamped to the text. `None` when no query word occurs.
+/// `text` that best covers the query's terms: the cluster of occurrences
+/// (whole words, compared as the index compares them: folded and stemmed)
+/// with the most distinct terms (earliest on ties), centred and clamped to
+/// the text. `None` when no query term occurs.
 pub fn best_window_start(text: &str, query: &str) -> Option<usize> {
     const W: usize = FIND_WINDOW;
     if text.is_empty() {
         return None;
     }
-    let typed = alnum_words(query);
-    if typed.is_empty() {
+    let terms = query_terms(query);
+    if terms.is_empty() {
         return None;
     }
     let text_len = utf16_len(text);
-
-    // Case-insensitive only when lowercasing keeps every UTF-16 length.
-    let lowered = if text.is_ascii() {
-        text.to_ascii_lowercase()
-    } else {
-        text.to_lowercase()
-    };
-    let lower_words: Vec<String> = typed.iter().map(|w| w.to_lowercase()).collect();
-    let fold = utf16_len(&lowered) == text_len
-        && typed
-            .iter()
-            .zip(&lower_words)
-            .all(|(w, l)| utf16_len(w) == utf16_len(l));
-    let (hay, words): (&str, Vec<String>) = if fold {
-        let mut ws: Vec<String> = Vec::with_capacity(lower_words.len());
-        for w in lower_words {
-            if !ws.contains(&w) {
-                ws.push(w);
-            }
-        }
-        (&lowered, ws)
-    } else {
-        (text, typed.iter().map(|w| (*w).to_owned()).collect())
-    };
-
-    // Whole-word occurrences as (byte start, byte end, word index).
-    let mut occ: Vec<(usize, usize, usize)> = Vec::new();
-    for (wi, w) in words.iter().enumerate() {
-        let finder = memchr::memmem::Finder::new(w.as_bytes());
-        let mut from = 0;
-        // A match of a whole UTF-8 word starts on a character boundary.
-        while let Some(p) = finder.find(&hay.as_bytes()[from..]) {
-            let at = from + p;
-            let end = at + w.len();
-            let before = hay[..at].chars().next_back();
-            let after = hay[end..].chars().next();
-            if !before.is_some_and(char::is_alphanumeric)
-                && !after.is_some_and(char::is_alphanumeric)
-            {
-                occ.push((at, end, wi));
-            }
-            // Next search from the following character (overlaps allowed).
-            from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
-        }
-    }
+    let occ = occurrences(text, &terms);
     if occ.is_empty() {
         return None;
     }
-    occ.sort_by_key(|o| o.0);
-
-    // Convert to UTF-16 offsets in one forward walk.
-    let word_len16: Vec<usize> = words.iter().map(|w| utf16_len(w)).collect();
-    let (mut byte, mut unit) = (0usize, 0usize);
-    for o in &mut occ {
-        unit += utf16_len(&hay[byte..o.0]);
-        byte = o.0;
-        *o = (unit, unit + word_len16[o.2], o.2);
-    }
 
     // Two-pointer sweep: the window of anchor i holds occ[i..j].
-    let mut counts = vec![0u32; words.len()];
+    let mut counts = vec![0u32; terms.len()];
     let mut distinct = 0usize;
     let mut best: Option<(usize, usize, usize)> = None; // (distinct, start, end)
     let mut j = 0;
@@ -736,28 +656,6 @@ mod tests {
         (0..n).map(|i| format!("d{i:04}")).collect()
     }
 
-    // -- tokenizer ---------------------------------------------------------
-
-    #[test]
-    fn tokenize_ascii() {
-        assert_eq!(tokens("order_id"), ["order", "id"]);
-        assert_eq!(tokens("  Hello, World-42x! "), ["hello", "world", "42x"]);
-        assert!(tokens("").is_empty());
-        assert!(tokens(" -_- ").is_empty());
-        let mut out = vec!["pre".to_owned()];
-        tokenize("A b", &mut out);
-        assert_eq!(out, ["pre", "a", "b"]);
-    }
-
-    #[test]
-    fn tokenize_unicode() {
-        assert_eq!(tokens("Operações"), ["operacoes"]);
-        assert_eq!(tokens("売上高 の report"), ["売上高", "の", "report"]);
-        assert_eq!(tokens("Ünïcödé_ÉTÉ"), ["unicode", "ete"]);
-        // NFKD compatibility folding.
-        assert_eq!(tokens("ﬁle ①"), ["file", "1"]);
-    }
-
     #[test]
     fn accents_match_both_ways() {
         let ids = seq_ids(3);
@@ -785,7 +683,8 @@ mod tests {
         assert_eq!(get("order"), Some(4.0 + 2.0 + 1.0));
         assert_eq!(get("report"), Some(4.0));
         assert_eq!(get("status"), Some(2.0));
-        assert_eq!(get("shipped"), Some(1.0));
+        // Stemmed: "shipped" is found as "ship".
+        assert_eq!(get("ship"), Some(1.0));
         assert!(d.terms.windows(2).all(|w| w[0].0 < w[1].0));
     }
 
@@ -918,7 +817,6 @@ mod tests {
         let ix = build(&[("", "", "alpha beta"), ("", "", "alpha"), ("", "", "beta")]);
         let once = ranked(&ix, &ids, "alpha beta", 8);
         assert_eq!(ranked(&ix, &ids, "alpha ALPHA beta alpha", 8), once);
-        assert_eq!(query_terms("b a b A c"), ["b", "a", "c"]);
     }
 
     #[test]
@@ -1097,7 +995,7 @@ mod tests {
         let extra = doc_terms("beta", "", "gamma unloaded");
         cache.insert(100, &extra);
         full.insert(100, &extra);
-        assert_eq!(cache.missing_terms("unloaded"), ["unloaded"]);
+        assert_eq!(cache.missing_terms("unloaded"), ["unload"]);
         assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
         cache.remove(5, &docs[5]);
         full.remove(5, &docs[5]);
@@ -1274,13 +1172,24 @@ mod tests {
     fn pos_case_folding() {
         let text = format!("{}NeedLe{}", spaces(3000), spaces(3000));
         assert_eq!(best_window_start(&text, "nEEDLE"), Some(3000 - 997));
-        // "İ" lowercases to two UTF-16 units: matching turns case-sensitive.
+        // "İ" lowercases to two UTF-16 units: offsets stay the text's own.
         let text = format!("İ{}NeedLe{}", spaces(3000), spaces(3000));
-        assert_eq!(best_window_start(&text, "needle"), None);
+        assert_eq!(best_window_start(&text, "needle"), Some(3001 - 997));
         assert_eq!(best_window_start(&text, "NeedLe"), Some(3001 - 997));
-        // Accents are not folded here.
-        assert_eq!(best_window_start("café", "cafe"), None);
+        // Accents fold both ways, as in the index.
+        assert_eq!(best_window_start("café", "cafe"), Some(0));
         assert_eq!(best_window_start("café au lait", "CAFÉ"), Some(0));
+    }
+
+    #[test]
+    fn pos_matches_stems_and_skips_stopwords() {
+        let text = format!("{}persisting{}", spaces(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, "persisted"), Some(3000 - 995));
+        // "the" is dropped from a query that has other words; "tables"
+        // finds "table".
+        let text = format!("the{}table{}", spaces(3000), spaces(3000));
+        assert_eq!(best_window_start(&text, "the tables"), Some(3003 - 997));
+        assert_eq!(best_window_start(&text, "the"), Some(0));
     }
 
     #[test]

@@ -116,6 +116,58 @@ impl Tenants {
     }
 }
 
+impl Tenants {
+    /// Makes `tenant` look written by an older okfit: its compiler version
+    /// is "1" and its derived search data (postings, stored terms,
+    /// lengths) is gone, as a different analyzer would have left it
+    /// unusable. Returns the version it had.
+    pub fn age_compiler(&self, tenant: &str) -> String {
+        match &self.postgres {
+            None => {
+                let db = rusqlite::Connection::open(self.tenant_dir(tenant).join("okfit.sqlite"))
+                    .expect("open the tenant's database");
+                let had: String = db
+                    .query_row("SELECT value FROM meta WHERE key = 'compiler'", [], |r| {
+                        r.get(0)
+                    })
+                    .expect("the compiler version");
+                db.execute_batch(
+                    "UPDATE meta SET value = '1' WHERE key = 'compiler';
+                     DELETE FROM postings; DELETE FROM doc_terms; UPDATE docs SET len = 0;",
+                )
+                .expect("age the tenant");
+                had
+            }
+            Some(base) => {
+                let url = base.replacen("okf+postgres://", "postgres://", 1);
+                let tenant = tenant.to_string();
+                std::thread::spawn(move || {
+                    let mut c = postgres::Client::connect(&url, postgres::NoTls)
+                        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+                    let row = c
+                        .query_one(
+                            "SELECT id, compiler FROM okfit_tenants WHERE name = $1",
+                            &[&tenant],
+                        )
+                        .expect("the tenant exists");
+                    let (id, had): (i64, String) = (row.get(0), row.get(1));
+                    for sql in [
+                        "UPDATE okfit_tenants SET compiler = '1' WHERE id = $1",
+                        "DELETE FROM okfit_postings WHERE tenant = $1",
+                        "DELETE FROM okfit_doc_terms WHERE tenant = $1",
+                        "UPDATE okfit_docs SET len = 0 WHERE tenant = $1",
+                    ] {
+                        c.execute(sql, &[&id]).expect("age the tenant");
+                    }
+                    had
+                })
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }
+        }
+    }
+}
+
 /// The first key of okfit's PostgreSQL commit locks
 /// (`pg_advisory_lock(key, tenant id)`), as the store takes them.
 const COMMIT_LOCKS: i32 = 0x6f6b_6663;

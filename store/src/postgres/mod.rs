@@ -30,7 +30,8 @@ use crate::error::Error;
 use crate::progress::Task;
 use crate::sqlite::{
     busy, check_revision, content_problem, revision_digest, Changed, CommitLock, CommitPlan,
-    DocRow, Head, RevisionInfo, State, Storage, Verified, COMMIT_LOCK_WAIT, COMPILER_VERSION,
+    DocRow, Head, NewDoc, RevisionInfo, State, Storage, Verified, COMMIT_LOCK_WAIT,
+    COMPILER_VERSION,
 };
 use okfit_core::kb::compile::Compiled;
 use okfit_core::kb::search::DocTerms;
@@ -506,6 +507,53 @@ impl Storage for PgStore {
         }
         drop(guard);
         Ok(plan.committed(seq, revision, parent))
+    }
+
+    fn compiler(&self) -> Result<String, Error> {
+        let row = self
+            .client()?
+            .query_one(
+                "SELECT compiler FROM okfit_tenants WHERE id = $1",
+                &[&self.id],
+            )
+            .map_err(pg_err)?;
+        Ok(row.get(0))
+    }
+
+    fn recompile(&mut self, docs: &[NewDoc], last: bool) -> Result<(), Error> {
+        let id = self.id;
+        let mut guard = self.client()?;
+        let (client, prepared) = guard.parts();
+        let mut tx = client.transaction().map_err(pg_err)?;
+        let plan = CommitPlan {
+            upserts: docs.to_vec(),
+            ..CommitPlan::default()
+        };
+        let mut terms = write::Terms {
+            cache: &self.term_ids,
+            fresh: write::NewTerms::new(),
+        };
+        let mut w = write::Writing {
+            tx: &mut tx,
+            prepared,
+            id,
+        };
+        write::docs(&mut w, &plan)?;
+        write::postings(&mut w, &mut terms, &plan)?;
+        if last {
+            w.execute(
+                "UPDATE okfit_tenants SET compiler = $2 WHERE id = $1",
+                &[&id, &COMPILER_VERSION],
+            )?;
+        }
+        let fresh = terms.fresh;
+        tx.commit().map_err(pg_err)?;
+        self.term_ids.extend(fresh);
+        if last {
+            // Best effort, as after a large commit.
+            let _ = guard.batch_execute("VACUUM (ANALYZE) okfit_postings, okfit_docs");
+        }
+        Ok(())
     }
 
     fn state_at(&self, revision: &str) -> Result<Option<State>, Error> {

@@ -1,0 +1,311 @@
+//! What search compares: the terms of a text. A text is split into
+//! tokens (lowercased, accent-folded runs of letters and digits), and each
+//! token of letters only is reduced to its English Snowball stem, so
+//! "persisting", "persisted" and "persists" are one term. A query also
+//! drops its stopwords ("how", "do", "the", …) unless it is made of
+//! nothing else: they occur in almost every concept, so they only add
+//! noise to the ranking and work to the search.
+
+use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::OnceLock;
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// Appends the search tokens of `text` to `out`: lowercased, accent-folded
+/// (NFKD minus combining marks) maximal runs of alphanumeric characters.
+pub fn tokenize(text: &str, out: &mut Vec<String>) {
+    if text.is_ascii() {
+        // Fast path: runs of [A-Za-z0-9], one allocation per token.
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            let mut tok = text[start..i].to_owned();
+            tok.make_ascii_lowercase();
+            out.push(tok);
+        }
+        return;
+    }
+    let mut cur = String::new();
+    for c in text.to_lowercase().nfkd() {
+        if is_combining_mark(c) {
+            continue;
+        }
+        if c.is_alphanumeric() {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+}
+
+/// The search tokens of `text` (see [`tokenize`]).
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    tokenize(text, &mut out);
+    out
+}
+
+fn stemmer() -> &'static Stemmer {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+/// The term of one token: its English stem when the token is three or more
+/// letters (words with digits, like `h100` or `ga4`, and short words stay
+/// as they are).
+pub fn stem(token: &str) -> String {
+    if token.len() < 3 || !token.chars().all(char::is_alphabetic) {
+        return token.to_owned();
+    }
+    stemmer().stem(token).into_owned()
+}
+
+/// The terms of `text` with their counts: each distinct token stemmed once.
+pub fn term_counts(text: &str, out: &mut FxHashMap<String, u32>) -> usize {
+    let mut toks = Vec::new();
+    tokenize(text, &mut toks);
+    let mut raw: FxHashMap<String, u32> = FxHashMap::default();
+    for t in &toks {
+        if let Some(n) = raw.get_mut(t.as_str()) {
+            *n += 1;
+        } else {
+            raw.insert(t.clone(), 1);
+        }
+    }
+    for (t, n) in raw {
+        *out.entry(stem(&t)).or_insert(0) += n;
+    }
+    toks.len()
+}
+
+/// English stopwords: function words that say nothing about which concept
+/// a question is about (the Snowball project's English list, lightly
+/// extended with question words).
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether `token` (lowercased) is a stopword.
+pub fn is_stopword(token: &str) -> bool {
+    STOPWORDS.binary_search(&token).is_ok()
+}
+
+/// The terms of a query, de-duplicated in first-occurrence order: its
+/// tokens without stopwords (all of them when every token is one),
+/// stemmed.
+pub fn query_terms(query: &str) -> Vec<String> {
+    let toks = tokens(query);
+    let content = toks.iter().any(|t| !is_stopword(t));
+    let mut seen = FxHashSet::default();
+    let mut out = Vec::new();
+    for t in toks {
+        if content && is_stopword(&t) {
+            continue;
+        }
+        let s = stem(&t);
+        if seen.insert(s.clone()) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokenize_ascii() {
+        assert_eq!(tokens("order_id"), ["order", "id"]);
+        assert_eq!(tokens("  Hello, World-42x! "), ["hello", "world", "42x"]);
+        assert!(tokens("").is_empty());
+        assert!(tokens(" -_- ").is_empty());
+        let mut out = vec!["pre".to_owned()];
+        tokenize("A b", &mut out);
+        assert_eq!(out, ["pre", "a", "b"]);
+    }
+
+    #[test]
+    fn tokenize_unicode() {
+        assert_eq!(tokens("Operações"), ["operacoes"]);
+        assert_eq!(tokens("売上高 の report"), ["売上高", "の", "report"]);
+        assert_eq!(tokens("Ünïcödé_ÉTÉ"), ["unicode", "ete"]);
+        // NFKD compatibility folding.
+        assert_eq!(tokens("ﬁle ①"), ["file", "1"]);
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_the_binary_search() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_stopword("the") && is_stopword("how") && !is_stopword("table"));
+    }
+
+    #[test]
+    fn stems_join_word_forms() {
+        for w in ["persist", "persisting", "persisted", "persists"] {
+            assert_eq!(stem(w), "persist", "{w}");
+        }
+        assert_eq!(stem("joins"), stem("join"));
+        // Words with digits and short words are kept whole.
+        assert_eq!(stem("h100s"), "h100s");
+        assert_eq!(stem("ga4"), "ga4");
+        assert_eq!(stem("is"), "is");
+    }
+
+    #[test]
+    fn query_terms_drop_stopwords_unless_nothing_else() {
+        assert_eq!(
+            query_terms("How do I join the Blocks to transactions?"),
+            ["join", "block", "transact"]
+        );
+        assert_eq!(query_terms("to be or not to be"), ["to", "be", "or", "not"]);
+        assert_eq!(query_terms("b a b A c"), ["b", "c"]);
+        assert!(query_terms(" -- ").is_empty());
+    }
+
+    #[test]
+    fn term_counts_stem_once_and_count_tokens() {
+        let mut m = FxHashMap::default();
+        assert_eq!(term_counts("Tables table TABLE chairs", &mut m), 4);
+        assert_eq!(m.get("tabl"), Some(&3));
+        assert_eq!(m.get("chair"), Some(&1));
+    }
+}
