@@ -52,6 +52,20 @@ pub struct Knowledge {
     remote: Option<crate::remote::Remote>,
 }
 
+/// A local search's query and `k`, checked once for every kind of search.
+fn check_search(query: &str, k: usize) -> Result<(), Error> {
+    if query.trim().is_empty() {
+        return Err(Error::Refused("query must not be empty".into()));
+    }
+    if !(1..=search::MAX_K).contains(&k) {
+        return Err(Error::Refused(format!(
+            "k must be an integer from 1 to {}",
+            search::MAX_K
+        )));
+    }
+    Ok(())
+}
+
 /// The bundle name a folder connection serves: the folder's name.
 pub fn folder_bundle_name(path: &Path) -> Result<String, Error> {
     let name = path
@@ -271,19 +285,33 @@ impl Knowledge {
             }
             return crate::remote::ops::search(r, query, k, bundle, expand);
         }
-        if query.trim().is_empty() {
-            return Err(Error::Refused("query must not be empty".into()));
-        }
-        if !(1..=search::MAX_K).contains(&k) {
-            return Err(Error::Refused(format!(
-                "k must be an integer from 1 to {}",
-                search::MAX_K
-            )));
-        }
+        check_search(query, k)?;
         let now = now_or(self.now);
         self.read(Some(query), |view, body| {
             view.model
                 .search_with(&view.index, query, k, bundle, expand, now, body)
+                .map_err(Error::Refused)
+        })
+    }
+
+    /// Each direct hit of a search with its score broken down by query
+    /// term and field (`okfit search --explain`). Local connections only:
+    /// a remote daemon answers searches, not their workings.
+    pub fn explain(
+        &self,
+        query: &str,
+        k: usize,
+        bundle: Option<&str>,
+    ) -> Result<Vec<model::Explained>, Error> {
+        if self.remote.is_some() {
+            return Err(Error::Refused(
+                "--explain needs a local connection (a folder or a store), not a remote one".into(),
+            ));
+        }
+        check_search(query, k)?;
+        self.read(Some(query), |view, body| {
+            view.model
+                .explain(&view.index, query, k, bundle, body)
                 .map_err(Error::Refused)
         })
     }

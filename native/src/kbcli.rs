@@ -128,6 +128,11 @@ pub struct SearchArgs {
     /// Rank within this bundle.
     #[arg(long)]
     pub bundle: Option<String>,
+    /// Instead of the hits, print why each ranks where it does: its score
+    /// broken down by query term (a stem) and by field (names: id and
+    /// title; fields: kind, description, tags, aliases, headings; body).
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     /// Which knowledge.
     pub conn: ConnArgs,
@@ -402,8 +407,51 @@ pub fn manifest(a: ManifestArgs) -> Result<i32, Error> {
 pub fn search_cmd(a: SearchArgs) -> Result<i32, Error> {
     let kb = Knowledge::from_dsn(a.conn.dsn()?)?;
     let q = a.words.join(" ");
-    out(&kb.search(&q, a.k, a.bundle.as_deref())?)?;
+    if a.explain {
+        let hits = kb.explain(&q, a.k, a.bundle.as_deref())?;
+        out(&render_explained(&q, &hits))?;
+    } else {
+        out(&kb.search(&q, a.k, a.bundle.as_deref())?)?;
+    }
     Ok(0)
+}
+
+/// `okfit search --explain`'s table: per hit a total row (term `*`), then
+/// one row per query term it holds, each score split over the fields.
+fn render_explained(query: &str, hits: &[okfit_core::kb::model::Explained]) -> String {
+    let terms = search::query_terms(query).join(" ");
+    let mut s = format!(
+        "# query: {}\n# terms: {terms}\n# hits: {}\nrank\tid\tterm\tidf\ttf\tscore\tnames\tfields\tbody\n",
+        okfit_core::kb::text::flatten(query),
+        hits.len()
+    );
+    for (rank, h) in hits.iter().enumerate() {
+        let sum = |i: usize| h.parts.iter().map(|p| p.fields[i]).sum::<f64>();
+        s.push_str(&format!(
+            "{}\t{}\t*\t-\t-\t{:.4}\t{:.4}\t{:.4}\t{:.4}\n",
+            rank + 1,
+            h.id,
+            h.score,
+            sum(0),
+            sum(1),
+            sum(2)
+        ));
+        for p in &h.parts {
+            s.push_str(&format!(
+                "{}\t{}\t{}\t{:.4}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.4}\n",
+                rank + 1,
+                h.id,
+                p.term,
+                p.idf,
+                p.tf,
+                p.score,
+                p.fields[0],
+                p.fields[1],
+                p.fields[2]
+            ));
+        }
+    }
+    s
 }
 
 /// `okfit get`: exit 1 when an id (or its section) is missing.

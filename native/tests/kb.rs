@@ -870,6 +870,62 @@ fn manifest_is_byte_identical_across_runs_and_filters_by_bundle(backend: Backend
 
 on_both_backends!(manifest_is_byte_identical_across_runs_and_filters_by_bundle);
 
+/// `okfit search --explain` lists the same direct hits as the search, in
+/// the same order, and each hit's term parts add up to its score, split
+/// over names, fields and body without remainder.
+fn search_explain_accounts_for_every_score(backend: Backend) {
+    let sb = Sandbox::on(backend);
+    sb.copy_fixture("sales", "sales");
+    sb.put("sales", "sales");
+    for conn in [sb.store_dsn("sales"), sb.folder_dsn("sales")] {
+        let search = sb
+            .conn(&conn, &["search", "churned", "customers", "orders"])
+            .ok();
+        let direct: usize = search
+            .lines()
+            .find_map(|l| l.strip_prefix("# hits: "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("a hits line");
+        let want: Vec<String> = row_ids(&search)
+            .into_iter()
+            .take(direct)
+            .map(str::to_string)
+            .collect();
+        let out = sb
+            .conn(
+                &conn,
+                &["search", "--explain", "churned", "customers", "orders"],
+            )
+            .ok();
+        assert!(out.contains("# terms: churn custom order\n"), "{out}");
+        let rows: Vec<Vec<&str>> = out
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("rank\t"))
+            .map(|l| l.split('\t').collect())
+            .collect();
+        let totals: Vec<&Vec<&str>> = rows.iter().filter(|r| r[2] == "*").collect();
+        let ids: Vec<String> = totals.iter().map(|r| r[1].to_string()).collect();
+        assert_eq!(ids, want, "{out}");
+        let num = |c: &str| c.parse::<f64>().expect("a number");
+        for t in &totals {
+            let parts: Vec<&Vec<&str>> = rows
+                .iter()
+                .filter(|r| r[1] == t[1] && r[2] != "*")
+                .collect();
+            assert!(!parts.is_empty(), "{out}");
+            let sum: f64 = parts.iter().map(|r| num(r[5])).sum();
+            assert!((sum - num(t[5])).abs() < 1e-3, "{} {sum}: {out}", t[1]);
+            for r in parts.iter().copied().chain([*t]) {
+                let split = num(r[6]) + num(r[7]) + num(r[8]);
+                assert!((split - num(r[5])).abs() < 1e-3, "{r:?}");
+            }
+        }
+    }
+}
+
+on_both_backends!(search_explain_accounts_for_every_score);
+
 /// A store derived by an older okfit (another analyzer, other compiled
 /// rows) is derived again from its stored bytes on first use: searches
 /// answer as over the folder, no revision is added, and the new version is

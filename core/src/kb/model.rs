@@ -22,6 +22,17 @@ use std::collections::{BTreeMap, BTreeSet};
 /// and the requested ids that name nothing.
 pub type Fetched = (Vec<(String, Slice)>, Vec<String>);
 
+/// One search hit explained (see [`Model::explain`]).
+#[derive(Clone, Debug)]
+pub struct Explained {
+    /// The concept's id.
+    pub id: String,
+    /// Its score.
+    pub score: f64,
+    /// The score's parts per query term.
+    pub parts: Vec<search::TermPart>,
+}
+
 /// The manifest's column line.
 pub const COLUMNS: &str = "id\tbundle\tkind\tstatus\tgrain\tsummary\tlinks";
 
@@ -749,6 +760,44 @@ impl Model {
         body: &mut dyn Sources,
     ) -> Result<String, String> {
         self.search_with(index, query, k, bundle, true, now, body)
+    }
+
+    /// Why each direct hit of a search ranks where it does: its id, score
+    /// and the parts of that score per query term and field (see
+    /// [`Index::explain`]), in rank order.
+    pub fn explain(
+        &self,
+        index: &Index,
+        query: &str,
+        k: usize,
+        bundle: Option<&str>,
+        body: &mut dyn Sources,
+    ) -> Result<Vec<Explained>, String> {
+        self.check_bundle(bundle)?;
+        let keep = |s: u32| {
+            self.entry(s)
+                .is_some_and(|e| e.is_concept() && bundle.is_none_or(|b| b == e.bundle))
+        };
+        let id_of = |s: u32| self.entry(s).map_or("", |e| e.id.as_str());
+        let ranked = index.rank(query, k, &keep, &id_of);
+        let mut out = Vec::with_capacity(ranked.len());
+        for (slot, score) in ranked {
+            let (Some(e), Some((names, fields))) = (self.entry(slot), self.search_fields(slot))
+            else {
+                continue;
+            };
+            let text = body.text(e);
+            let doc_body = text
+                .as_deref()
+                .and_then(|t| t.get(e.compiled.body_start as usize..))
+                .unwrap_or("");
+            out.push(Explained {
+                id: e.id.clone(),
+                score,
+                parts: index.explain(query, slot, [&names, &fields, doc_body]),
+            });
+        }
+        Ok(out)
     }
 
     /// [`Model::search`], with the one-hop expansion optional.

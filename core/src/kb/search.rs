@@ -265,6 +265,66 @@ impl Index {
         self.n
     }
 
+    /// Why `slot` scores what it does for `query`: one part per query term
+    /// the document holds, with the term's idf, the document's weighted
+    /// frequency of it and that part of the BM25 score, split over the
+    /// fields in proportion to each field's weighted count. `fields` are
+    /// the document's names, fields and body texts (see [`doc_terms`]);
+    /// the parts add up to the score [`Index::rank`] gives.
+    pub fn explain(&self, query: &str, slot: u32, fields: [&str; 3]) -> Vec<TermPart> {
+        let Some(&len) = self.lens.get(slot as usize) else {
+            return Vec::new();
+        };
+        if self.n == 0 {
+            return Vec::new();
+        }
+        let n_docs = self.n as f64;
+        let avg = self.total_len / n_docs;
+        let norm = if avg > 0.0 {
+            K1 * (1.0 - B + B * f64::from(len) / avg)
+        } else {
+            K1
+        };
+        let mut counts: [FxHashMap<String, u32>; 3] = Default::default();
+        for (text, c) in fields.iter().zip(counts.iter_mut()) {
+            super::analyze::term_counts(text, c);
+        }
+        let mut out = Vec::new();
+        for term in query_terms(query) {
+            let Some(list) = self.postings.get(term.as_str()).filter(|l| !l.is_empty()) else {
+                continue;
+            };
+            let Some(&(_, tf)) = list.iter().find(|(s, _)| *s == slot) else {
+                continue;
+            };
+            let df = list.len() as f64;
+            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            let t = f64::from(tf);
+            let score = idf * (K1 + 1.0) * t / (t + norm);
+            let weighted: Vec<f64> = [NAME_WEIGHT, FIELD_WEIGHT, 1.0]
+                .iter()
+                .zip(&counts)
+                .map(|(w, c)| f64::from(*w) * f64::from(c.get(&term).copied().unwrap_or(0)))
+                .collect();
+            let total: f64 = weighted.iter().sum();
+            let share = |i: usize| {
+                if total > 0.0 {
+                    score * weighted[i] / total
+                } else {
+                    0.0
+                }
+            };
+            out.push(TermPart {
+                fields: [share(0), share(1), share(2)],
+                term,
+                idf,
+                tf,
+                score,
+            });
+        }
+        out
+    }
+
     /// The top `k` documents for `query` by BM25 as `(slot, score)`, in rank
     /// order (score descending, then `id_of` ascending). `keep` filters
     /// documents before the cut to `k`.
@@ -346,6 +406,21 @@ impl Index {
         }
         top.finish()
     }
+}
+
+/// One query term's part of a document's score (see [`Index::explain`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TermPart {
+    /// The term (a stem).
+    pub term: String,
+    /// Its inverse document frequency.
+    pub idf: f64,
+    /// The document's weighted frequency of it.
+    pub tf: f32,
+    /// Its part of the score.
+    pub score: f64,
+    /// That part split over names, fields and body.
+    pub fields: [f64; 3],
 }
 
 /// Largest `k` kept by sorted insertion; above it candidates are collected
