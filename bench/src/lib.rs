@@ -14,3 +14,4 @@ pub mod reference;
 pub mod relevance;
 pub mod report;
 pub mod rng;
+pub mod stdio;

@@ -362,6 +362,12 @@ pub struct Prose {
 impl Prose {
     /// The vocabulary of `seed` (the made-up words depend on it).
     pub fn new(seed: u64) -> Prose {
+        Prose::with_vocabulary(seed, VOCABULARY)
+    }
+
+    /// [`Prose::new`] with `size` words in all (at least the English head
+    /// and common words).
+    pub fn with_vocabulary(seed: u64, size: usize) -> Prose {
         let mut words: Vec<String> = vec![];
         let mut seen = std::collections::HashSet::new();
         for w in HEAD.iter().chain(COMMON) {
@@ -370,7 +376,7 @@ impl Prose {
             }
         }
         let mut rng = SplitMix64::stream(seed, 0, 0x70_726f_7365);
-        while words.len() < VOCABULARY {
+        while words.len() < size {
             // One syllable in five, two in two, three otherwise.
             let syllables = match rng.below(20) {
                 0..=3 => 1,
@@ -488,6 +494,38 @@ impl Prose {
             body.push_str("\n\n");
         }
         format!("---\ntype: Note\ntitle: \"{title}\"\ndescription: \"About {mark}.\"\n---\n\n# {title}\n\n{body}{mark}\n")
+    }
+
+    /// A document shaped like a written concept: frontmatter (type `Note`,
+    /// the title, a one-sentence description, two tags), the title as a
+    /// heading, then sections of 1–4 paragraphs under `##` headings of 2–4
+    /// words, until about `words` words.
+    pub fn sectioned(&self, rng: &mut SplitMix64, title: &str, words: usize) -> String {
+        let mut description = String::new();
+        self.sentence(rng, &mut description);
+        let tags = [self.content_word(rng), self.content_word(rng)];
+        let mut body = String::new();
+        let mut count = 0;
+        while count < words {
+            let n = 2 + rng.below(3) as usize;
+            let heading = self.title(rng, n);
+            body.push_str("## ");
+            body.push_str(&heading);
+            body.push_str("\n\n");
+            let paragraphs = 1 + rng.below(4);
+            for _ in 0..paragraphs {
+                let from = body.len();
+                self.paragraph(rng, &mut body);
+                count += body[from..].split_whitespace().count();
+                body.push_str("\n\n");
+            }
+        }
+        format!(
+            "---\ntype: Note\ntitle: \"{title}\"\ndescription: \"{}\"\ntags: [{}, {}]\n---\n\n# {title}\n\n{body}",
+            description.replace('"', "'"),
+            tags[0],
+            tags[1]
+        )
     }
 
     /// `n` capitalised content words joined by spaces (a title or heading).

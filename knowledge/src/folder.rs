@@ -22,10 +22,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The read model of a folder, with the texts its answers quote.
+/// Documents whose terms are derived together.
+const TERMS_RUN: usize = 1_000;
+
 pub(crate) struct Model {
     pub(crate) view: View,
     pub(crate) texts: HashMap<String, Arc<str>>,
-    terms: HashMap<u32, DocTerms>,
+    /// Each concept's search terms as indexed (to take them out again),
+    /// in [`DocTerms::encode`]'s compact form: a fraction of the memory of
+    /// the strings themselves.
+    terms: HashMap<u32, Box<[u8]>>,
 }
 
 impl Model {
@@ -49,43 +55,52 @@ impl Model {
                 Some((rel.as_str(), text, c))
             })
             .collect();
-        let view = &mut self.view;
         for rel in gone {
             self.texts.remove(rel);
-            if let Some((slot, _)) = view.model.remove(name, rel) {
-                if let Some(t) = self.terms.remove(&slot) {
-                    view.index.remove(slot, &t);
-                }
+            if let Some((slot, _)) = self.view.model.remove(name, rel) {
+                self.unindex(slot);
             }
         }
         let mut touched: Vec<u32> = vec![];
         for (rel, text, c) in parsed {
             let hash = sha256_hex(text.as_bytes());
-            let (slot, _) = view.model.upsert(name, rel, &hash, c);
+            let (slot, _) = self.view.model.upsert(name, rel, &hash, c);
             self.texts.insert(rel.to_string(), text);
             touched.push(slot);
         }
-        touched.extend(view.model.settle());
+        touched.extend(self.view.model.settle());
         touched.sort_unstable();
         touched.dedup();
-        for slot in touched {
-            if let Some(t) = self.terms.remove(&slot) {
-                view.index.remove(slot, &t);
+        for &slot in &touched {
+            self.unindex(slot);
+        }
+        // Terms are derived in parallel, a run at a time (so that only one
+        // run's worth is held as strings), then indexed in slot order.
+        for run in touched.chunks(TERMS_RUN) {
+            let view = &self.view;
+            let derived: Vec<(u32, DocTerms)> = run
+                .par_iter()
+                .filter_map(|&slot| {
+                    let e = view.model.entry(slot)?;
+                    let text = self.texts.get(&e.path)?;
+                    Some((slot, view.terms(slot, text)?))
+                })
+                .collect();
+            for (slot, t) in derived {
+                self.view.index.insert(slot, &t);
+                self.terms.insert(slot, t.encode().into_boxed_slice());
             }
-            let text = view
-                .model
-                .entry(slot)
-                .and_then(|e| self.texts.get(&e.path))
-                .cloned();
-            if let Some(t) = text.and_then(|text| view.terms(slot, &text)) {
-                view.index.insert(slot, &t);
-                self.terms.insert(slot, t);
-            }
+        }
+    }
+
+    /// Takes a slot's terms out of the index.
+    fn unindex(&mut self, slot: u32) {
+        if let Some(t) = self.terms.remove(&slot).and_then(|b| DocTerms::decode(&b)) {
+            self.view.index.remove(slot, &t);
         }
     }
 }
 
-/// A bundle folder, live.
 pub(crate) struct FolderKb {
     folder: LiveFolder,
     model: Option<Box<Model>>,

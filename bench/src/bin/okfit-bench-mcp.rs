@@ -15,10 +15,10 @@
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
+use okfit_bench::stdio::Session;
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: okfit-bench-mcp [--runs N] [--sizes LIST] [--json PATH]
@@ -35,91 +35,12 @@ const WARM_CALLS: usize = 200;
 /// The size the targets are stated for.
 const TARGET_CONCEPTS: usize = 10_000;
 
-struct Session {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(bin: &Path, project: &Path) -> Result<Session, String> {
-        let mut child = Command::new(bin)
-            .env("OKFIT_PROJECT_DIR", project)
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        Ok(Session {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        })
-    }
-
-    fn send(&mut self, line: &str) -> Result<(), String> {
-        self.stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| self.stdin.write_all(b"\n"))
-            .and_then(|_| self.stdin.flush())
-            .map_err(|e| format!("write: {e}"))
-    }
-
-    /// Sends a request and waits for the response with its id.
-    fn request(&mut self, method: &str, params: &str) -> Result<String, String> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
-        ))?;
-        let want = format!("\"id\":{id},");
-        loop {
-            let mut line = String::new();
-            let n = self
-                .stdout
-                .read_line(&mut line)
-                .map_err(|e| format!("read: {e}"))?;
-            if n == 0 {
-                return Err(format!("server closed before answering {method}"));
-            }
-            if line.contains(&want) {
-                if line.contains("\"error\"") || line.contains("\"isError\":true") {
-                    return Err(format!("{method} failed: {}", line.trim()));
-                }
-                return Ok(line);
-            }
-        }
-    }
-
-    fn initialize(&mut self) -> Result<(), String> {
-        self.request(
-            "initialize",
-            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"okfit-bench","version":"0"}}"#,
-        )?;
-        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-    }
-
-    fn peak_rss_mb(&self) -> Option<f64> {
-        Some(okfit_bench::kbdata::peak_rss_mb(Some(self.child.id()))).filter(|x| !x.is_nan())
-    }
-
-    fn close(mut self) {
-        drop(self.stdin);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A server on `project` in project mode.
+fn start(bin: &Path, project: &Path) -> Result<Session, String> {
+    let mut cmd = Command::new(bin);
+    cmd.env("OKFIT_PROJECT_DIR", project)
+        .env_remove("CLAUDE_PROJECT_DIR");
+    Session::start(cmd)
 }
 
 /// Median and 95th percentile of `v` in ms.
@@ -232,7 +153,7 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
     let list_first = r#"{"name":"list_concepts","arguments":{"limit":50}}"#;
     let mut firsts = vec![];
     for _ in 1..FIRST_CALL_SERVERS {
-        let mut s = Session::start(bin, dir)?;
+        let mut s = start(bin, dir)?;
         s.initialize()?;
         let t = Instant::now();
         s.request("tools/call", list_first)?;
@@ -240,7 +161,7 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
         s.close();
     }
     // The last server also takes the warm calls.
-    let mut s = Session::start(bin, dir)?;
+    let mut s = start(bin, dir)?;
     s.initialize()?;
     let t = Instant::now();
     s.request("tools/call", list_first)?;
@@ -305,7 +226,7 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
     let mut startup = vec![];
     for _ in 0..args.runs {
         let t = Instant::now();
-        let mut s = Session::start(&bin, root)?;
+        let mut s = start(&bin, root)?;
         s.initialize()?;
         s.request("tools/list", "{}")?;
         startup.push(ms(t.elapsed()));

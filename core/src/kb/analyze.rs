@@ -72,6 +72,17 @@ pub fn stem(token: &str) -> String {
     stemmer().stem(token).into_owned()
 }
 
+/// Words whose stems a thread remembers before it forgets them all: more
+/// than a large corpus's vocabulary, a few MB at most.
+const STEM_MEMO: usize = 200_000;
+
+thread_local! {
+    /// The stems of the words this thread met: a corpus repeats its words,
+    /// and stemming is most of the cost of deriving terms.
+    static STEMS: std::cell::RefCell<FxHashMap<String, String>> =
+        std::cell::RefCell::new(FxHashMap::default());
+}
+
 /// The terms of `text` with their counts: each distinct token stemmed once.
 pub fn term_counts(text: &str, out: &mut FxHashMap<String, u32>) -> usize {
     let mut toks = Vec::new();
@@ -84,9 +95,23 @@ pub fn term_counts(text: &str, out: &mut FxHashMap<String, u32>) -> usize {
             raw.insert(t.clone(), 1);
         }
     }
-    for (t, n) in raw {
-        *out.entry(stem(&t)).or_insert(0) += n;
-    }
+    STEMS.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        if memo.len() > STEM_MEMO {
+            memo.clear();
+        }
+        for (t, n) in raw {
+            let s = match memo.get(&t) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = stem(&t);
+                    memo.insert(t, s.clone());
+                    s
+                }
+            };
+            *out.entry(s).or_insert(0) += n;
+        }
+    });
     toks.len()
 }
 

@@ -818,8 +818,9 @@ impl Model {
                 .is_some_and(|e| e.is_concept() && bundle.is_none_or(|b| b == e.bundle))
         };
         let id_of = |s: u32| self.entry(s).map_or("", |e| e.id.as_str());
+        let q = search::Query::new(query);
         let direct: Vec<u32> = index
-            .rank(query, k, &keep, &id_of)
+            .rank_terms(q.terms(), k, &keep, &id_of)
             .into_iter()
             .map(|(s, _)| s)
             .collect();
@@ -849,9 +850,8 @@ impl Model {
             self.row(*s, now, &mut out);
             out.push('\t');
             let text = self.entry(*s).and_then(|e| Some((e, body.text(e)?)));
-            let pos = text.and_then(|(e, t)| {
-                search::best_window_start(t.get(e.compiled.body_start as usize..)?, query)
-            });
+            let pos =
+                text.and_then(|(e, t)| q.window_start(t.get(e.compiled.body_start as usize..)?));
             match pos {
                 Some(p) => out.push_str(&p.to_string()),
                 None => out.push('-'),

@@ -118,6 +118,11 @@ impl<'a> Reader<'a> {
 // BM25 index
 // ---------------------------------------------------------------------------
 
+thread_local! {
+    /// The dense score accumulator of this thread's searches.
+    static DENSE: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Use a dense score array when the candidate bound is at least
 /// `slots / DENSE_RATIO`; a hash map otherwise.
 const DENSE_RATIO: usize = 16;
@@ -335,10 +340,21 @@ impl Index {
         keep: &dyn Fn(u32) -> bool,
         id_of: &dyn Fn(u32) -> &'a str,
     ) -> Vec<(u32, f64)> {
+        self.rank_terms(&query_terms(query), k, keep, id_of)
+    }
+
+    /// [`Index::rank`] for a query's terms (see [`query_terms`]).
+    pub fn rank_terms<'a>(
+        &self,
+        terms: &[String],
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+        id_of: &dyn Fn(u32) -> &'a str,
+    ) -> Vec<(u32, f64)> {
         if k == 0 || self.n == 0 {
             return Vec::new();
         }
-        let lists: Vec<&[(u32, f32)]> = query_terms(query)
+        let lists: Vec<&[(u32, f32)]> = terms
             .iter()
             .filter_map(|t| self.postings.get(t.as_str()))
             .filter(|l| !l.is_empty())
@@ -372,21 +388,29 @@ impl Index {
         let bound: usize = lists.iter().map(|l| l.len()).sum();
         if bound.saturating_mul(DENSE_RATIO) >= lens.len() {
             let n = lens.len();
-            let mut acc = vec![0f64; n];
-            for list in &lists {
-                let idf = idf(list);
-                for &(slot, tf) in *list {
-                    let i = slot as usize;
-                    if i < n {
-                        acc[i] += score(idf, tf, lens[i]);
+            // The accumulator is reused from search to search: a fresh one
+            // of a large tenant's size is an allocation the allocator
+            // hands back to the system each time (page faults, and a TLB
+            // flush on every core).
+            DENSE.with(|cell| {
+                let mut acc = cell.borrow_mut();
+                acc.clear();
+                acc.resize(n, 0.0);
+                for list in &lists {
+                    let idf = idf(list);
+                    for &(slot, tf) in *list {
+                        let i = slot as usize;
+                        if i < n {
+                            acc[i] += score(idf, tf, lens[i]);
+                        }
                     }
                 }
-            }
-            for (i, &s) in acc.iter().enumerate() {
-                if s > 0.0 && s >= top.floor && self.present[i] {
-                    top.offer(i as u32, s);
+                for (i, &s) in acc.iter().enumerate() {
+                    if s > 0.0 && s >= top.floor && self.present[i] {
+                        top.offer(i as u32, s);
+                    }
                 }
-            }
+            });
         } else {
             let mut acc: FxHashMap<u32, f64> =
                 FxHashMap::with_capacity_and_hasher(bound, Default::default());
@@ -583,55 +607,109 @@ fn utf16_len(s: &str) -> usize {
     s.chars().map(char::len_utf16).sum()
 }
 
-/// Occurrences of the query's terms in `text` as (UTF-16 start, UTF-16
-/// end, term index), in text order: each alphanumeric run of the text,
-/// folded and stemmed like the index's tokens, that is one of `terms`.
-/// Stems are computed once per distinct word, and only for words whose
-/// first character starts some term.
-fn occurrences(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
-    let firsts: Vec<char> = terms.iter().filter_map(|t| t.chars().next()).collect();
-    let mut known: FxHashMap<String, Option<usize>> = FxHashMap::default();
-    let mut occ = Vec::new();
-    let mut toks = Vec::with_capacity(1);
-    let (mut unit, mut run_start, mut run_unit) = (0usize, None::<usize>, 0usize);
-    let chars = text
-        .char_indices()
-        .chain(std::iter::once((text.len(), ' ')));
-    for (i, c) in chars {
-        let alnum = i < text.len() && c.is_alphanumeric();
-        match (alnum, run_start) {
-            (true, None) => {
-                run_start = Some(i);
-                run_unit = unit;
-            }
-            (false, Some(st)) => {
-                run_start = None;
-                let word = &text[st..i];
-                let hit = match known.get(word) {
-                    Some(h) => *h,
-                    None => {
-                        toks.clear();
-                        super::analyze::tokenize(word, &mut toks);
-                        let h = match toks.as_slice() {
-                            [t] if t.chars().next().is_some_and(|f| firsts.contains(&f)) => {
-                                let st = super::analyze::stem(t);
-                                terms.iter().position(|q| *q == st)
-                            }
-                            _ => None,
-                        };
-                        known.insert(word.to_owned(), h);
-                        h
+/// A query's terms, ready to be found in texts: each with the start a word
+/// must have to stem to it (all but its last character: a stem keeps its
+/// word's start but for the last letter, bar a handful of irregular words
+/// such as "dying", which only move `pos`), and the stems of the words
+/// already met.
+pub struct Query {
+    terms: Vec<String>,
+    heads: Vec<String>,
+    memo: std::cell::RefCell<FxHashMap<String, Option<usize>>>,
+}
+
+impl Query {
+    /// The terms of `query` (see [`query_terms`]).
+    pub fn new(query: &str) -> Query {
+        let terms = query_terms(query);
+        let heads = terms
+            .iter()
+            .map(|t| {
+                let keep = t.char_indices().last().map_or(0, |(i, _)| i).max(1);
+                t.get(..keep).unwrap_or(t).to_owned()
+            })
+            .collect();
+        Query {
+            terms,
+            heads,
+            memo: Default::default(),
+        }
+    }
+
+    /// The terms, in query order.
+    pub fn terms(&self) -> &[String] {
+        &self.terms
+    }
+
+    /// The index of the term `word` (folded) stems to, if any.
+    fn term_of(&self, word: &str) -> Option<usize> {
+        if let Some(hit) = self.memo.borrow().get(word) {
+            return *hit;
+        }
+        let hit = if self.heads.iter().any(|h| word.starts_with(h.as_str())) {
+            let st = super::analyze::stem(word);
+            self.terms.iter().position(|q| *q == st)
+        } else {
+            None
+        };
+        self.memo.borrow_mut().insert(word.to_owned(), hit);
+        hit
+    }
+
+    /// Occurrences of the terms in `text` as (UTF-16 start, UTF-16 end,
+    /// term index), in text order: the alphanumeric runs of the text that,
+    /// folded and stemmed like the index's tokens, are one of the terms.
+    /// ASCII text is lowercased once and searched for each term's start.
+    fn occurrences(&self, text: &str) -> Vec<(usize, usize, usize)> {
+        let mut occ = Vec::new();
+        if text.is_ascii() {
+            let lowered = text.to_ascii_lowercase();
+            let bytes = lowered.as_bytes();
+            for head in &self.heads {
+                let finder = memchr::memmem::Finder::new(head.as_bytes());
+                for at in finder.find_iter(bytes) {
+                    if at > 0 && bytes[at - 1].is_ascii_alphanumeric() {
+                        continue;
                     }
-                };
-                if let Some(ti) = hit {
-                    occ.push((run_unit, unit, ti));
+                    let len = bytes[at..]
+                        .iter()
+                        .position(|b| !b.is_ascii_alphanumeric())
+                        .unwrap_or(bytes.len() - at);
+                    if let Some(ti) = self.term_of(&lowered[at..at + len]) {
+                        occ.push((at, at + len, ti));
+                    }
                 }
             }
-            _ => {}
+            // A word found through two heads counts once.
+            occ.sort_unstable();
+            occ.dedup();
+            return occ;
         }
-        unit += c.len_utf16();
+        let mut toks = Vec::with_capacity(1);
+        let (mut unit, mut run) = (0usize, None::<(usize, usize)>);
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), ' ')))
+        {
+            let alnum = i < text.len() && c.is_alphanumeric();
+            match (alnum, run) {
+                (true, None) => run = Some((i, unit)),
+                (false, Some((st, st_unit))) => {
+                    run = None;
+                    toks.clear();
+                    super::analyze::tokenize(&text[st..i], &mut toks);
+                    if let [t] = toks.as_slice() {
+                        if let Some(ti) = self.term_of(t) {
+                            occ.push((st_unit, unit, ti));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            unit += c.len_utf16();
+        }
+        occ
     }
-    occ
 }
 
 /// Start offset (UTF-16 code units) of the [`FIND_WINDOW`]-wide window of
@@ -640,51 +718,54 @@ fn occurrences(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
 /// with the most distinct terms (earliest on ties), centred and clamped to
 /// the text. `None` when no query term occurs.
 pub fn best_window_start(text: &str, query: &str) -> Option<usize> {
-    const W: usize = FIND_WINDOW;
-    if text.is_empty() {
-        return None;
-    }
-    let terms = query_terms(query);
-    if terms.is_empty() {
-        return None;
-    }
-    let text_len = utf16_len(text);
-    let occ = occurrences(text, &terms);
-    if occ.is_empty() {
-        return None;
-    }
+    Query::new(query).window_start(text)
+}
 
-    // Two-pointer sweep: the window of anchor i holds occ[i..j].
-    let mut counts = vec![0u32; terms.len()];
-    let mut distinct = 0usize;
-    let mut best: Option<(usize, usize, usize)> = None; // (distinct, start, end)
-    let mut j = 0;
-    for i in 0..occ.len() {
-        j = j.max(i);
-        let limit = occ[i].0 + W;
-        while j < occ.len() && occ[j].1 <= limit {
-            let c = &mut counts[occ[j].2];
-            if *c == 0 {
-                distinct += 1;
-            }
-            *c += 1;
-            j += 1;
+impl Query {
+    /// [`best_window_start`] of these terms.
+    pub fn window_start(&self, text: &str) -> Option<usize> {
+        const W: usize = FIND_WINDOW;
+        if text.is_empty() || self.terms.is_empty() {
+            return None;
         }
-        if j > i {
-            if best.is_none_or(|b| distinct > b.0) {
-                best = Some((distinct, occ[i].0, occ[j - 1].1));
+        let text_len = utf16_len(text);
+        let occ = self.occurrences(text);
+        if occ.is_empty() {
+            return None;
+        }
+
+        // Two-pointer sweep: the window of anchor i holds occ[i..j].
+        let mut counts = vec![0u32; self.terms.len()];
+        let mut distinct = 0usize;
+        let mut best: Option<(usize, usize, usize)> = None; // (distinct, start, end)
+        let mut j = 0;
+        for i in 0..occ.len() {
+            j = j.max(i);
+            let limit = occ[i].0 + W;
+            while j < occ.len() && occ[j].1 <= limit {
+                let c = &mut counts[occ[j].2];
+                if *c == 0 {
+                    distinct += 1;
+                }
+                *c += 1;
+                j += 1;
             }
-            let c = &mut counts[occ[i].2];
-            *c -= 1;
-            if *c == 0 {
-                distinct -= 1;
+            if j > i {
+                if best.is_none_or(|b| distinct > b.0) {
+                    best = Some((distinct, occ[i].0, occ[j - 1].1));
+                }
+                let c = &mut counts[occ[i].2];
+                *c -= 1;
+                if *c == 0 {
+                    distinct -= 1;
+                }
             }
         }
+        // Only occurrences wider than the window: fall back to the first one.
+        let (start, end) = best.map_or((occ[0].0, occ[0].1), |b| (b.1, b.2));
+        let slack = W.saturating_sub(end - start) / 2;
+        Some(start.saturating_sub(slack).min(text_len.saturating_sub(W)))
     }
-    // Only occurrences wider than the window: fall back to the first one.
-    let (start, end) = best.map_or((occ[0].0, occ[0].1), |b| (b.1, b.2));
-    let slack = W.saturating_sub(end - start) / 2;
-    Some(start.saturating_sub(slack).min(text_len.saturating_sub(W)))
 }
 
 #[cfg(test)]

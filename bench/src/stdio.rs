@@ -1,0 +1,99 @@
+//! A raw JSON-lines MCP client over a child's stdio, for timing round
+//! trips without a client library's own costs in the figures.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running MCP server and the next request id.
+pub struct Session {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Session {
+    /// Spawns `cmd` with piped stdin and stdout (stderr discarded).
+    pub fn start(mut cmd: Command) -> Result<Session, String> {
+        let shown = format!("{:?}", cmd.get_program());
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {shown}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Session {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        })
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), String> {
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| self.stdin.write_all(b"\n"))
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| format!("write: {e}"))
+    }
+
+    /// Sends a request and waits for the response with its id; an error
+    /// response or a tool error is an `Err`.
+    pub fn request(&mut self, method: &str, params: &str) -> Result<String, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+        ))?;
+        let want = format!("\"id\":{id},");
+        loop {
+            let mut line = String::new();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("read: {e}"))?;
+            if n == 0 {
+                return Err(format!("server closed before answering {method}"));
+            }
+            if line.contains(&want) {
+                if line.contains("\"error\"") || line.contains("\"isError\":true") {
+                    return Err(format!("{method} failed: {}", line.trim()));
+                }
+                return Ok(line);
+            }
+        }
+    }
+
+    /// `initialize`, then `notifications/initialized`.
+    pub fn initialize(&mut self) -> Result<(), String> {
+        self.request(
+            "initialize",
+            r#"{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"okfit-bench","version":"0"}}"#,
+        )?;
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+    }
+
+    /// The server's peak RSS (`VmHWM`) in MB, where the system reports it.
+    pub fn peak_rss_mb(&self) -> Option<f64> {
+        Some(crate::kbdata::peak_rss_mb(Some(self.child.id()))).filter(|x| !x.is_nan())
+    }
+
+    /// Closes stdin and waits up to 5 s for the server to exit (then kills
+    /// it).
+    pub fn close(mut self) {
+        drop(self.stdin);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
