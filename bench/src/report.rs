@@ -512,6 +512,113 @@ fn daemon(out: &mut String, inputs: &Inputs) {
     );
 }
 
+fn search_quality(out: &mut String, inputs: &Inputs) {
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Search quality (`okfit-bench-search`)",
+        "search.json",
+    ) else {
+        return;
+    };
+    out.push_str("The question sets of `bench/search/` over the real corpora (`../shared/corpora`): per corpus, questions that name their concept and questions that describe a situation in other words, each with the files that answer it. okfit's `search` (k = 8, direct hits then linked ones) beside plain BM25 over the raw Markdown of the same concept files (k1 1.2, b 0.75, lowercase alphanumeric tokens, no stemming).\n\n| corpus | questions | n | okfit hit@1 | hit@8 | MRR@8 | nDCG@8 | BM25 hit@1 | hit@8 | MRR@8 | nDCG@8 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let f3 = |x: Option<f64>| x.map_or("–".into(), |x| format!("{x:.3}"));
+    let mut line = |corpus: &str, k: &Value| {
+        let _ = writeln!(
+            out,
+            "| {corpus} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            k["kind"].as_str().unwrap_or("?"),
+            int(num(k, "okfit.n")),
+            f3(num(k, "okfit.hit1")),
+            f3(num(k, "okfit.hit8")),
+            f3(num(k, "okfit.mrr8")),
+            f3(num(k, "okfit.ndcg8")),
+            f3(num(k, "bm25.hit1")),
+            f3(num(k, "bm25.hit8")),
+            f3(num(k, "bm25.mrr8")),
+            f3(num(k, "bm25.ndcg8")),
+        );
+    };
+    for c in rows(&v, "corpora") {
+        for k in rows(c, "kinds") {
+            line(c["corpus"].as_str().unwrap_or("?"), k);
+        }
+    }
+    for k in rows(&v, "total") {
+        line("every corpus", k);
+    }
+    let mut hit8 = Some(true);
+    let mut gain = Some(true);
+    for c in rows(&v, "corpora") {
+        for k in rows(c, "kinds") {
+            if k["kind"] == "all" {
+                hit8 = hit8.and_then(|ok| Some(ok && num(k, "okfit.hit8")? >= 0.98));
+            }
+            if k["kind"] == "described" {
+                gain = gain.and_then(|ok| {
+                    Some(ok && num(k, "okfit.mrr8")? >= num(k, "bm25.mrr8")? + 0.12)
+                });
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nTargets: hit@8 ≥ 0.98 on each corpus: {}; MRR@8 on describing questions ≥ plain BM25's + 0.12 on each corpus: {}.\n",
+        verdict(hit8),
+        verdict(gain)
+    );
+}
+
+fn search_speed(out: &mut String, inputs: &Inputs) {
+    let Some(v) = section(
+        out,
+        inputs,
+        "## Search speed on realistic prose (`okfit-bench-search-speed`)",
+        "search-speed.json",
+    ) else {
+        return;
+    };
+    out.push_str("Concepts of Zipf-distributed prose over a 50,000-word vocabulary (200–900 words, `##` sections), searched with 120 queries of 2–8 consecutive words of generated sentences (common words included), three measured passes after one warm-up. Through `okfit-mcp` over stdio, a `ping` round trip's p50 subtracted; first search: spawn → `initialize` → first `search` answered, median of 5 servers.\n\n| connection | concepts | first search ms | warm search ms p50 / p95 | ping ms | server peak RSS MB |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    let mut ok = Some(true);
+    for row in rows(&v, "mcp") {
+        let m = &row["mcp"];
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            row["connection"].as_str().unwrap_or("?"),
+            int(num(row, "concepts")),
+            one(num(m, "first_search_ms")),
+            pair(m, "search_ms"),
+            num(m, "ping_ms").map_or("–".into(), |x| format!("{x:.3}")),
+            one(num(m, "peak_rss_mb")),
+        );
+        ok = ok.and_then(|o| {
+            Some(
+                o && num(m, "search_ms.p50")? < 0.3
+                    && num(m, "search_ms.p95")? < 0.6
+                    && num(m, "first_search_ms")? < 100.0
+                    && num(m, "peak_rss_mb")? < 150.0,
+            )
+        });
+    }
+    let s = &v["socket"];
+    if !s.is_null() {
+        let _ = writeln!(
+            out,
+            "\nOver the daemon's unix socket (`/v1/{{tenant}}/search` through okfit's client), {} concepts: search ms p50 / p95 {}, daemon peak RSS {} MB.",
+            int(num(s, "concepts")),
+            pair(s, "search_ms"),
+            one(num(s, "peak_rss_mb")),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTargets through MCP (warm p50 < 0.3 ms, p95 < 0.6 ms, first search < 100 ms, RSS < 150 MB): {}; over the socket p50 < 0.3 ms: {}.\n",
+        verdict(ok),
+        verdict(num(s, "search_ms.p50").map(|p| p < 0.3))
+    );
+}
+
 fn mcp_http(out: &mut String, inputs: &Inputs) {
     let Some(v) = section(
         out,
@@ -957,6 +1064,8 @@ pub fn render(inputs: &Inputs) -> String {
     mcp(&mut out, inputs);
     store(&mut out, inputs);
     daemon(&mut out, inputs);
+    search_quality(&mut out, inputs);
+    search_speed(&mut out, inputs);
     mcp_http(&mut out, inputs);
     reads_during_commits(&mut out, inputs);
     replicas(&mut out, inputs);

@@ -420,6 +420,28 @@ fn main() -> ExitCode {
         run(
             &root,
             &mut steps,
+            "search quality",
+            &[
+                bin("okfit-bench-search"),
+                s("--sets"),
+                rel("bench/search"),
+                s("--json"),
+                json("search.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
+            "search speed on realistic prose",
+            &[
+                bin("okfit-bench-search-speed"),
+                s("--json"),
+                json("search-speed.json"),
+            ],
+        );
+        run(
+            &root,
+            &mut steps,
             "MCP over HTTP",
             &[
                 bin("okfit-bench-mcp-http"),
