@@ -107,6 +107,25 @@ fn metrics_json(m: &Metrics) -> Value {
     json!({"n": m.n, "hit1": m.hit1, "hit8": m.hit8, "mrr8": m.mrr8, "ndcg8": m.ndcg8})
 }
 
+/// Prints the rows of `label` per kind of question (and all together),
+/// okfit beside plain BM25, and returns them as JSON.
+fn by_kind(label: &str, scored: &Scored) -> Vec<Value> {
+    ["named", "described", "all"]
+        .into_iter()
+        .map(|kind| {
+            let pick: Vec<_> = scored
+                .iter()
+                .filter(|s| kind == "all" || s.0 == kind)
+                .collect();
+            let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
+            let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
+            println!("{}", row(label, kind, "okfit", &ours));
+            println!("{}", row(label, kind, "plain BM25", &base));
+            json!({"kind": kind, "okfit": metrics_json(&ours), "bm25": metrics_json(&base)})
+        })
+        .collect()
+}
+
 fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -125,19 +144,7 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
     let mut all: Scored = Vec::new();
     for set in &sets {
         let scored = run_set(&corpora, set)?;
-        let mut kinds = Vec::new();
-        for kind in ["named", "described", "all"] {
-            let pick: Vec<_> = scored
-                .iter()
-                .filter(|s| kind == "all" || s.0 == kind)
-                .collect();
-            let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
-            let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
-            println!("{}", row(&set.corpus, kind, "okfit", &ours));
-            println!("{}", row(&set.corpus, kind, "plain BM25", &base));
-            kinds.push(json!({"kind": kind, "okfit": metrics_json(&ours),
-                              "bm25": metrics_json(&base)}));
-        }
+        let kinds = by_kind(&set.corpus, &scored);
         if misses {
             for (q, s) in set.questions.iter().zip(&scored) {
                 if s.1.hit1 < 1.0 {
@@ -151,19 +158,7 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
         report.push(json!({"corpus": set.corpus, "path": set.path, "kinds": kinds}));
         all.extend(scored);
     }
-    let mut totals = Vec::new();
-    for kind in ["named", "described", "all"] {
-        let pick: Vec<_> = all
-            .iter()
-            .filter(|s| kind == "all" || s.0 == kind)
-            .collect();
-        let ours = Metrics::mean(&pick.iter().map(|s| s.1).collect::<Vec<_>>());
-        let base = Metrics::mean(&pick.iter().map(|s| s.2).collect::<Vec<_>>());
-        println!("{}", row("every corpus", kind, "okfit", &ours));
-        println!("{}", row("every corpus", kind, "plain BM25", &base));
-        totals.push(json!({"kind": kind, "okfit": metrics_json(&ours),
-                           "bm25": metrics_json(&base)}));
-    }
+    let totals = by_kind("every corpus", &all);
     if let Some(p) = json_out {
         let v = json!({"cutoff": CUTOFF, "corpora": report, "total": totals});
         std::fs::write(

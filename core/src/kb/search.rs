@@ -270,6 +270,27 @@ impl Index {
         self.n
     }
 
+    /// BM25's length norm k1(1 − b + b·len/avg) as `c0 + c1·len`, so that a
+    /// posting's score needs a single division.
+    fn norm_parts(&self) -> (f64, f64) {
+        let avg = if self.n == 0 {
+            0.0
+        } else {
+            self.total_len / self.n as f64
+        };
+        if avg > 0.0 {
+            (K1 * (1.0 - B), K1 * B / avg)
+        } else {
+            (K1, 0.0)
+        }
+    }
+
+    /// The inverse document frequency of a term held by `df` documents.
+    fn idf(&self, df: usize) -> f64 {
+        let (n, df) = (self.n as f64, df as f64);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
     /// Why `slot` scores what it does for `query`: one part per query term
     /// the document holds, with the term's idf, the document's weighted
     /// frequency of it and that part of the BM25 score, split over the
@@ -283,13 +304,8 @@ impl Index {
         if self.n == 0 {
             return Vec::new();
         }
-        let n_docs = self.n as f64;
-        let avg = self.total_len / n_docs;
-        let norm = if avg > 0.0 {
-            K1 * (1.0 - B + B * f64::from(len) / avg)
-        } else {
-            K1
-        };
+        let (c0, c1) = self.norm_parts();
+        let norm = c0 + c1 * f64::from(len);
         let mut counts: [FxHashMap<String, u32>; 3] = Default::default();
         for (text, c) in fields.iter().zip(counts.iter_mut()) {
             super::analyze::term_counts(text, c);
@@ -302,10 +318,8 @@ impl Index {
             let Some(&(_, tf)) = list.iter().find(|(s, _)| *s == slot) else {
                 continue;
             };
-            let df = list.len() as f64;
-            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
-            let t = f64::from(tf);
-            let score = idf * (K1 + 1.0) * t / (t + norm);
+            let idf = self.idf(list.len());
+            let score = bm25(idf, tf, norm);
             let weighted: Vec<f64> = [NAME_WEIGHT, FIELD_WEIGHT, 1.0]
                 .iter()
                 .zip(&counts)
@@ -363,25 +377,10 @@ impl Index {
         if lists.is_empty() {
             return Vec::new();
         }
-        let n_docs = self.n as f64;
-        let avg = self.total_len / n_docs;
         let lens = self.lens.as_slice();
-        // BM25 contribution of one posting: idf·tf(k1+1) / (tf + k1(1 − b +
-        // b·len/avg)), with the length norm folded into c0 + c1·len so the
-        // hot loop has a single division.
-        let (c0, c1) = if avg > 0.0 {
-            (K1 * (1.0 - B), K1 * B / avg)
-        } else {
-            (K1, 0.0)
-        };
-        let score = |idf: f64, tf: f32, len: f32| {
-            let tf = f64::from(tf);
-            idf * (K1 + 1.0) * tf / (tf + c0 + c1 * f64::from(len))
-        };
-        let idf = |list: &[(u32, f32)]| {
-            let df = list.len() as f64;
-            (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln()
-        };
+        let (c0, c1) = self.norm_parts();
+        let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
+        let idf = |list: &[(u32, f32)]| self.idf(list.len());
         let mut top = TopK::new(k, keep, id_of);
         // Scores accumulate term by term in query order; postings of slots
         // without a registered length are ignored.
@@ -430,6 +429,12 @@ impl Index {
         }
         top.finish()
     }
+}
+
+/// A posting's BM25 score: idf·tf(k1+1) / (tf + norm).
+fn bm25(idf: f64, tf: f32, norm: f64) -> f64 {
+    let tf = f64::from(tf);
+    idf * (K1 + 1.0) * tf / (tf + norm)
 }
 
 /// One query term's part of a document's score (see [`Index::explain`]).

@@ -139,11 +139,10 @@ impl Tenants {
                 had
             }
             Some(base) => {
-                let url = base.replacen("okf+postgres://", "postgres://", 1);
+                let base = base.clone();
                 let tenant = tenant.to_string();
                 std::thread::spawn(move || {
-                    let mut c = postgres::Client::connect(&url, postgres::NoTls)
-                        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+                    let mut c = admin(&base);
                     let row = c
                         .query_one(
                             "SELECT id, compiler FROM okfit_tenants WHERE name = $1",
@@ -166,6 +165,14 @@ impl Tenants {
             }
         }
     }
+}
+
+/// A plain client of the test database named by an `okf+postgres://`
+/// base (blocking: call it off any async runtime).
+fn admin(base: &str) -> postgres::Client {
+    let url = base.replacen("okf+postgres://", "postgres://", 1);
+    postgres::Client::connect(&url, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"))
 }
 
 /// The first key of okfit's PostgreSQL commit locks
@@ -198,11 +205,10 @@ impl Tenants {
                 CommitLockHeld::Sqlite(file)
             }
             Some(base) => {
-                let url = base.replacen("okf+postgres://", "postgres://", 1);
+                let base = base.clone();
                 let tenant = tenant.to_string();
                 std::thread::spawn(move || {
-                    let mut c = postgres::Client::connect(&url, postgres::NoTls)
-                        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+                    let mut c = admin(&base);
                     let id: i64 = c
                         .query_one("SELECT id FROM okfit_tenants WHERE name = $1", &[&tenant])
                         .expect("the tenant exists")
