@@ -11,6 +11,7 @@
 pub mod actor;
 pub mod bundle;
 pub mod config;
+pub mod derive;
 pub mod diag;
 pub mod doc;
 pub mod frontmatter;
@@ -21,5 +22,7 @@ pub mod paths;
 pub mod profile;
 pub mod query;
 pub mod report;
+pub mod scaffold;
+pub mod splice;
 pub mod text;
 pub mod time;
