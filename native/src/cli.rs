@@ -1,19 +1,24 @@
-//! The `okfit` command line: `validate`, `lint`, `stale`, `graph`, `query`.
+//! The `okfit` command line: the project commands (`init`, `context`,
+//! `validate`, `lint`, `sync`, `verify`, `stale`, `graph`, `query`), the
+//! store commands (in `kbcli`) and the servers.
 //! Reports go to stdout; errors and summaries to stderr, one line each.
 
+use crate::shared::{
+    bundle_project, envelope_head, meta, meta_envelope, out_err, print_json, shown, version_line,
+    Common,
+};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use okfit_core::bundle::{Bundle, NodeKind, Report};
 use okfit_core::doc::LinkSource;
 use okfit_core::query::{self, ListFilter};
-use okfit_core::report::{self, Meta};
+use okfit_core::report;
 use okfit_core::time;
 use okfit_knowledge::project::{self, LoadOptions};
 use okfit_mcp::McpArgs;
-use okfit_store::clock::{resolve_now, version_line};
-use okfit_store::discover::{self, Project};
+use okfit_store::clock::resolve_now;
+use okfit_store::discover::Project;
 use okfit_store::error::Error;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -31,10 +36,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Set up okfit in a project: the config and the bundle skeleton (never overwrites).
+    Init(crate::init::InitArgs),
+    /// Print the resolved config: roots, profile, agent actor, vocabulary (no bundle load).
+    Context(crate::context::ContextArgs),
     /// Check conformance and lints; exit 0 clean, 1 lint/profile errors, 2 conformance errors.
     Validate(CheckArgs),
     /// Like validate, without the conformance tier.
     Lint(CheckArgs),
+    /// Regenerate derived content: generated stamps, each directory's index.md, the root log.md.
+    Sync(crate::sync::SyncArgs),
     /// List concepts whose stale_after instant has passed.
     Stale(StaleArgs),
     /// Print the link graph.
@@ -70,21 +81,17 @@ enum Command {
     Restore(crate::kbcli::RestoreArgs),
     /// Keep the newest N revisions and drop the rest.
     Gc(crate::kbcli::GcArgs),
-    /// Re-check every retained revision's documents and digests.
-    Verify(crate::kbcli::VerifyArgs),
+    /// Attest concepts as verified by you (an id, --all or --type), or,
+    /// with a connection or nothing to attest, re-check a store's revisions.
+    #[command(long_about = crate::attest::LONG_ABOUT)]
+    Verify(crate::attest::VerifyArgs),
     /// Serve the store to many agents over a unix socket or TCP (HTTP/1.1).
     Serve(crate::kbcli::ServeArgs),
     /// Mint a bearer token for a tenant and record it in <data>/tokens.json.
     Token(crate::kbcli::TokenArgs),
-}
-
-#[derive(Args, Debug)]
-struct Common {
-    /// Project root (where config discovery starts); default: the working directory.
-    path: Option<PathBuf>,
-    /// Use this okfit.toml instead of discovering one.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
+    /// Claude Code hooks: read the hook's JSON on stdin, answer on stdout, always exit 0.
+    #[command(subcommand)]
+    Hook(crate::hook::HookCommand),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -194,6 +201,17 @@ struct IdArgs {
     format: PlainFormat,
 }
 
+/// [`run`] as launched by a package (`@okfit/plugin`): `okfit --version`
+/// and the envelopes name it.
+pub fn run_as<I, T>(args: I, distribution: okfit_core::report::Distribution) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    crate::shared::set_distribution(distribution);
+    run(args)
+}
+
 /// Runs the CLI with `args` (including the program name); returns the exit code.
 pub fn run<I, T>(args: I) -> i32
 where
@@ -266,10 +284,15 @@ fn dispatch(command: Command) -> Result<i32, Error> {
             | Command::Restore(_)
             | Command::Gc(_)
             | Command::Verify(_)
-    ) {
+    ) && !matches!(&command, Command::Verify(a) if a.attests())
+    {
         crate::progress::show_on_terminal();
     }
     match command {
+        Command::Init(a) => crate::init::init(a),
+        Command::Context(a) => crate::context::context(a),
+        Command::Sync(a) => crate::sync::sync(a),
+        Command::Hook(h) => Ok(crate::hook::run(h)),
         Command::Validate(a) => check(a, false),
         Command::Lint(a) => check(a, true),
         Command::Stale(a) => stale(a),
@@ -288,7 +311,7 @@ fn dispatch(command: Command) -> Result<i32, Error> {
         Command::History(a) => crate::kbcli::history(a),
         Command::Restore(a) => crate::kbcli::restore(a),
         Command::Gc(a) => crate::kbcli::gc(a),
-        Command::Verify(a) => crate::kbcli::verify(a),
+        Command::Verify(a) => crate::attest::verify(a),
         Command::Serve(a) => crate::kbcli::serve(a),
         Command::Token(a) => crate::kbcli::token(a),
         Command::Query(q) => match q {
@@ -333,37 +356,9 @@ fn usage_line(e: &clap::Error) -> String {
     msg
 }
 
-fn project(common: &Common) -> Result<Project, Error> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Io(format!("cannot read the working directory ({e})")))?;
-    let p = discover::resolve(common.path.as_deref(), &cwd, common.config.as_deref())?;
-    for w in &p.config.warnings {
-        eprintln!("warning: {w}");
-    }
-    Ok(p)
-}
-
-/// A path shown relative to the working directory when under it.
-fn shown(p: &Path) -> String {
-    let cwd = std::env::current_dir().ok();
-    match cwd.as_deref().and_then(|c| p.strip_prefix(c).ok()) {
-        Some(r) if r.as_os_str().is_empty() => ".".into(),
-        Some(r) => r.display().to_string(),
-        None => p.display().to_string(),
-    }
-}
-
-fn meta(p: &Project) -> Meta {
-    okfit_knowledge::project::meta(p, "okfit")
-}
-
-fn out_err(e: std::io::Error) -> Error {
-    Error::Io(format!("could not write the report ({e})"))
-}
-
 fn check(a: CheckArgs, lint_only: bool) -> Result<i32, Error> {
     let now = resolve_now(a.now.as_deref())?;
-    let p = project(&a.common)?;
+    let p = bundle_project(&a.common)?;
     let loaded = project::load(
         &p,
         &LoadOptions {
@@ -440,16 +435,9 @@ fn load_bundle(p: &Project, keep_frontmatter: bool) -> Result<Bundle, Error> {
     .bundle)
 }
 
-fn print_json(v: &serde_json::Value) -> Result<(), Error> {
-    let stdout = std::io::stdout();
-    let mut w = stdout.lock();
-    serde_json::to_writer(&mut w, v).map_err(|e| Error::Io(e.to_string()))?;
-    writeln!(w).map_err(out_err)
-}
-
 fn stale(a: StaleArgs) -> Result<i32, Error> {
     let now = resolve_now(a.now.as_deref())?;
-    let p = project(&a.common)?;
+    let p = bundle_project(&a.common)?;
     let b = load_bundle(&p, false)?;
     let items = query::stale(&b, now);
     let total = b.concepts().count();
@@ -494,7 +482,7 @@ fn mermaid_escape(s: &str) -> String {
 }
 
 fn graph(a: GraphArgs) -> Result<i32, Error> {
-    let p = project(&a.common)?;
+    let p = bundle_project(&a.common)?;
     let b = load_bundle(&p, false)?;
     let g = b.graph();
     match a.format {
@@ -599,44 +587,13 @@ fn check_vocab(p: &Project, kind: &str, names: &[String]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The envelope's head with the project's metadata, then `extra`.
-fn meta_envelope(m: &Meta, extra: serde_json::Value) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "schema": 1,
-        "okfit_version": m.okfit_version,
-        "engine_version": report::ENGINE_VERSION,
-        "producer": m.producer,
-        "distribution": null,
-        "okf_version": m.okf_version,
-        "root": m.root,
-        "profile": m.profile,
-    });
-    if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
-    }
-    v
-}
-
-fn envelope_head(extra: serde_json::Value) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "schema": 1,
-        "okfit_version": okfit_store::VERSION,
-        "engine_version": report::ENGINE_VERSION,
-        "distribution": null,
-    });
-    if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
-    }
-    v
-}
-
 fn query_list(a: ListArgs) -> Result<i32, Error> {
     if a.verified && a.unverified {
         return Err(Error::Usage(
             "query list takes --verified or --unverified, not both".into(),
         ));
     }
-    let p = project(&a.common)?;
+    let p = bundle_project(&a.common)?;
     check_vocab(&p, "type", &a.types)?;
     check_vocab(&p, "tag", &a.tags)?;
     let b = load_bundle(&p, false)?;
@@ -669,7 +626,7 @@ fn query_list(a: ListArgs) -> Result<i32, Error> {
 
 /// Loads the bundle for a command that names one concept, checking the id.
 fn load_for_id(a: &IdArgs, keep_frontmatter: bool) -> Result<(Bundle, String), Error> {
-    let p = project(&a.common)?;
+    let p = bundle_project(&a.common)?;
     let id = query::normalize_id(&a.id);
     if id.is_empty() {
         return Err(Error::Usage("a concept id must not be empty".into()));

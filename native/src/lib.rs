@@ -3,6 +3,12 @@
 
 #![warn(missing_docs)]
 
+pub mod attest;
 pub mod cli;
+pub mod context;
+pub mod hook;
+pub mod init;
 pub mod kbcli;
 pub mod progress;
+pub mod shared;
+pub mod sync;

@@ -176,6 +176,52 @@ pub fn resolve(
     })
 }
 
+/// Resolves a bare bundle: `dir` itself is the bundle root (and the
+/// project root). A config found from `dir` (or `explicit`) still applies,
+/// but its `bundle.path` does not; with none, the profile is `none`.
+pub fn resolve_bundle(dir: &Path, explicit: Option<&Path>) -> Result<Project, Error> {
+    let dir = absolute(dir);
+    let mut p = resolve(Some(&dir), &dir, explicit)?;
+    if p.config_path.is_none() {
+        p.config = config::resolve(Some("[bundle]\nprofile = \"none\"\n")).map_err(|detail| {
+            Error::ConfigMalformed {
+                path: PathBuf::from("(defaults)"),
+                detail,
+            }
+        })?;
+    }
+    p.bundle_root = dir;
+    Ok(p)
+}
+
+/// Checks that the bundle root is a directory; when it is missing and
+/// the project root holds concept files itself, says to use `--bundle`.
+pub fn require_bundle(p: &Project) -> Result<(), Error> {
+    if p.bundle_root.is_dir() {
+        return Ok(());
+    }
+    let holds_concepts = std::fs::read_dir(&p.project_root)
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with(".md")
+                    && std::fs::read(e.path())
+                        .map(|b| b.starts_with(b"---") || b.starts_with("\u{feff}---".as_bytes()))
+                        .unwrap_or(false)
+            })
+        })
+        .unwrap_or(false);
+    if holds_concepts {
+        Err(Error::BareBundle {
+            bundle_root: p.bundle_root.clone(),
+            dir: p.project_root.clone(),
+        })
+    } else {
+        Err(Error::BundleNotDirectory(p.bundle_root.clone()))
+    }
+}
+
 /// The MCP server's discovery start: `OKFIT_PROJECT_DIR`, else
 /// `CLAUDE_PROJECT_DIR`, else the working directory. Empty, blank and
 /// unexpanded `${CLAUDE_PROJECT_DIR}` values are skipped.

@@ -17,6 +17,18 @@ pub enum Error {
     },
     /// The bundle root is missing or not a directory.
     BundleNotDirectory(PathBuf),
+    /// The bundle root is missing, but the project root holds concept
+    /// files itself: it is a bare bundle, checked with `--bundle`.
+    BareBundle {
+        /// The missing bundle root.
+        bundle_root: PathBuf,
+        /// The directory that holds the concepts.
+        dir: PathBuf,
+    },
+    /// `okfit init` would overwrite these files (project-relative).
+    WouldOverwrite(Vec<String>),
+    /// A concept's frontmatter cannot be edited as asked (`okfit verify`).
+    Uneditable(String),
     /// The bundle root exists but could not be read.
     BundleUnreadable(PathBuf, std::io::Error),
     /// A file in the bundle could not be read.
@@ -138,6 +150,9 @@ impl Error {
             Error::ConfigPathNotFound(_)
             | Error::ConfigMalformed { .. }
             | Error::BundleNotDirectory(_)
+            | Error::BareBundle { .. }
+            | Error::WouldOverwrite(_)
+            | Error::Uneditable(_)
             | Error::BundleUnreadable(..)
             | Error::FileUnreadable { .. }
             | Error::DepthExceeded { .. }
@@ -162,7 +177,9 @@ impl Error {
         match self {
             Error::ConfigPathNotFound(_) => "ConfigPathNotFound",
             Error::ConfigMalformed { .. } => "ConfigMalformed",
-            Error::BundleNotDirectory(_) => "BundleNotFound",
+            Error::BundleNotDirectory(_) | Error::BareBundle { .. } => "BundleNotFound",
+            Error::WouldOverwrite(_) => "WouldOverwrite",
+            Error::Uneditable(_) => "Uneditable",
             Error::BundleUnreadable(..) => "BundleUnreadable",
             Error::FileUnreadable { .. } => "BundleFileUnreadable",
             Error::DepthExceeded { .. } => "BundleDepthExceeded",
@@ -202,6 +219,21 @@ impl std::fmt::Display for Error {
             Error::BundleNotDirectory(p) => {
                 write!(f, "bundle root \"{}\" is not a directory", p.display())
             }
+            Error::BareBundle { bundle_root, dir } => write!(
+                f,
+                "bundle root \"{}\" is not a directory, but \"{}\" holds concept files itself: to check it as a bundle, pass --bundle {}",
+                bundle_root.display(),
+                dir.display(),
+                dir.display()
+            ),
+            Error::WouldOverwrite(paths) => {
+                write!(f, "refusing to overwrite existing files:")?;
+                for p in paths {
+                    write!(f, "\n  {p}")?;
+                }
+                write!(f, "\nNothing was written.")
+            }
+            Error::Uneditable(m) => write!(f, "{m}"),
             Error::BundleUnreadable(p, e) => {
                 write!(f, "bundle root \"{}\" could not be read ({e})", p.display())
             }

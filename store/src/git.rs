@@ -145,26 +145,62 @@ impl Repo {
     }
 }
 
-/// Runs the git tier over `repo` (from [`Repo::discover`]).
-pub fn drift(
-    repo: Option<&Repo>,
-    bundle_root: &Path,
-    candidates: &[Candidate],
-    severity: okfit_core::diag::Severity,
-) -> Vec<Diagnostic> {
-    let Some(repo) = repo else {
-        return vec![];
-    };
-    if !candidates
-        .iter()
-        .any(|c| repo.tracked.contains(&repo.path(&c.path)))
-    {
-        return vec![]; // nothing committed to compare with
+/// Where a concept's body stands against git.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Provenance {
+    /// The file is not in `HEAD`.
+    Untracked,
+    /// The body on disk differs from the body in `HEAD`.
+    Dirty,
+    /// Committed: the commit that last changed the body, and its author date.
+    Changed {
+        /// The commit.
+        sha: String,
+        /// Its author date.
+        at: Instant,
+    },
+}
+
+/// What git knows about a bundle's directory.
+#[derive(Debug)]
+pub enum RepoState {
+    /// Not inside a git work tree (or git is missing).
+    NotARepo,
+    /// A repository with no commit yet.
+    Unborn,
+    /// A repository with a `HEAD`.
+    Ready(Repo),
+}
+
+/// Finds the repository around `bundle_root`, telling an unborn one from none.
+pub fn state(bundle_root: &Path) -> RepoState {
+    if let Some(r) = Repo::discover(bundle_root) {
+        return RepoState::Ready(r);
     }
+    match git(bundle_root, &["rev-parse", "--git-dir"]) {
+        Some(_) => RepoState::Unborn,
+        None => RepoState::NotARepo,
+    }
+}
+
+/// For each bundle-relative path, where its body stands: untracked, dirty,
+/// or the commit (first-parent history, so conflict-resolving merges count)
+/// that last changed it. Paths with no history are left out.
+pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<String, Provenance> {
+    let mut out = HashMap::new();
     let top = &repo.top;
-    let tracked = &repo.tracked;
-    let repo_path = |rel: &str| repo.path(rel);
     let scope = repo.scope();
+    let mut tracked_any = false;
+    for p in paths {
+        if repo.tracked.contains(&repo.path(p)) {
+            tracked_any = true;
+        } else {
+            out.insert(p.to_string(), Provenance::Untracked);
+        }
+    }
+    if !tracked_any {
+        return out; // nothing committed to compare with
+    }
     let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", scope])
         .unwrap_or_default()
         .lines()
@@ -196,21 +232,21 @@ pub fn drift(
         }
     }
     let Some(mut blobs) = Blobs::open(top) else {
-        return vec![];
+        return out;
     };
-    let mut out = vec![];
-    for c in candidates {
-        let rp = repo_path(&c.path);
-        if !tracked.contains(&rp) {
-            continue; // untracked
+    for p in paths {
+        let rp = repo.path(p);
+        if !repo.tracked.contains(&rp) {
+            continue;
         }
         if changed.contains(&rp) {
             let head_digest = blobs.get("HEAD", &rp).map(|t| file_body_digest(&t));
-            let now_digest = std::fs::read(bundle_root.join(&c.path))
+            let now_digest = std::fs::read(bundle_root.join(p))
                 .ok()
                 .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
             if head_digest.is_none() || head_digest != now_digest {
-                continue; // dirty body
+                out.insert(p.to_string(), Provenance::Dirty);
+                continue;
             }
         }
         let Some(commits) = history.get(rp.as_str()) else {
@@ -231,12 +267,39 @@ pub fn drift(
         let Some((sha, date)) = last else {
             continue;
         };
-        let Ok(time::Parsed::Instant(derived)) = time::parse(date) else {
+        if let Ok(time::Parsed::Instant(at)) = time::parse(date) {
+            out.insert(
+                p.to_string(),
+                Provenance::Changed {
+                    sha: sha.to_string(),
+                    at,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// Runs the git tier over `repo` (from [`Repo::discover`]).
+pub fn drift(
+    repo: Option<&Repo>,
+    bundle_root: &Path,
+    candidates: &[Candidate],
+    severity: okfit_core::diag::Severity,
+) -> Vec<Diagnostic> {
+    let Some(repo) = repo else {
+        return vec![];
+    };
+    let paths: Vec<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+    let found = provenance(repo, bundle_root, &paths);
+    let mut out = vec![];
+    for c in candidates {
+        let Some(Provenance::Changed { sha, at: derived }) = found.get(&c.path) else {
             continue;
         };
         let state = match c.at {
             None => "missing",
-            Some(at) if at != derived => "recorded",
+            Some(at) if at != *derived => "recorded",
             Some(_) => continue,
         };
         out.push(Diagnostic {
@@ -246,11 +309,98 @@ pub fn drift(
             severity,
             message: format!(
                 "generated.at is {state}; the last body change was {} ({})",
-                time::format_millis(derived).replace(".000Z", "Z"),
+                time::format_millis(*derived).replace(".000Z", "Z"),
                 &sha[..sha.len().min(7)]
             ),
             range: None,
         });
     }
     out
+}
+
+/// The git identity (`user.name`, `user.email`) configured for `dir`.
+pub fn identity(dir: &Path) -> (Option<String>, Option<String>) {
+    let get = |k: &str| {
+        git(dir, &["config", "--get", k])
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    (get("user.name"), get("user.email"))
+}
+
+impl Repo {
+    /// Bundle-relative paths of the files staged under the bundle.
+    pub fn staged(&self) -> Vec<String> {
+        git(
+            &self.top,
+            &[
+                "diff",
+                "--cached",
+                "--name-only",
+                "--diff-filter=ACMR",
+                "--",
+                self.scope(),
+            ],
+        )
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| self.rel(l))
+        .collect()
+    }
+
+    /// Stages bundle-relative `paths` again (after `sync --staged` edits them).
+    pub fn add(&self, paths: &[String]) -> bool {
+        if paths.is_empty() {
+            return true;
+        }
+        let full: Vec<String> = paths.iter().map(|p| self.path(p)).collect();
+        let mut args = vec!["add", "--"];
+        args.extend(full.iter().map(String::as_str));
+        git(&self.top, &args).is_some()
+    }
+
+    /// The bundle's first-parent history, newest first: each commit's
+    /// author date and its `(status letter, bundle-relative path)` changes.
+    pub fn history(&self) -> Vec<(Instant, Vec<(char, String)>)> {
+        let log = git(
+            &self.top,
+            &[
+                "log",
+                "--first-parent",
+                "--diff-merges=first-parent",
+                "--name-status",
+                "--no-renames",
+                "--format=%x01%aI",
+                "--",
+                self.scope(),
+            ],
+        )
+        .unwrap_or_default();
+        let mut out: Vec<(Instant, Vec<(char, String)>)> = vec![];
+        for line in log.lines() {
+            if let Some(date) = line.strip_prefix('\u{1}') {
+                if let Ok(time::Parsed::Instant(at)) = time::parse(date.trim()) {
+                    out.push((at, vec![]));
+                }
+            } else if let Some((st, path)) = line.split_once('\t') {
+                if let (Some(c), Some(last), Some(rel)) =
+                    (st.chars().next(), out.last_mut(), self.rel(path))
+                {
+                    last.1.push((c, rel));
+                }
+            }
+        }
+        out
+    }
+
+    /// A repository path as bundle-relative, when it is under the bundle.
+    fn rel(&self, repo_path: &str) -> Option<String> {
+        if self.prefix.is_empty() {
+            return Some(repo_path.to_string());
+        }
+        repo_path
+            .strip_prefix(&self.prefix)
+            .and_then(|r| r.strip_prefix('/'))
+            .map(str::to_string)
+    }
 }
