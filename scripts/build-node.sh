@@ -9,7 +9,8 @@
 #
 # The version of every npm package is stamped from the workspace
 # Cargo.toml, the one place it is kept: into npm/mcp/package.json, from
-# which create-npm-dirs writes the platform packages' package.json.
+# which create-npm-dirs writes the platform packages' package.json, and
+# into npm/plugin/package.json (with its @okfit/mcp dependency).
 #
 # Only linux-x64-gnu is built here; .github/workflows/release.yml builds
 # every target on a runner of its own and publishes.
@@ -36,16 +37,20 @@ fi
 napi() { (cd "$pkg" && node_modules/.bin/napi "$@"); }
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n1)
-node - "$version" "$pkg/package.json" <<'JS'
+node - "$version" "$pkg/package.json" npm/plugin/package.json <<'JS'
 const fs = require('node:fs');
-const [version, file] = process.argv.slice(2);
-const before = fs.readFileSync(file, 'utf8');
-const pkg = JSON.parse(before);
-pkg.version = version;
-// napi prepublish adds one per platform package at release.
-for (const k of Object.keys(pkg.optionalDependencies || {})) pkg.optionalDependencies[k] = version;
-const after = JSON.stringify(pkg, null, 2) + '\n';
-if (after !== before) fs.writeFileSync(file, after);
+const [version, ...files] = process.argv.slice(2);
+for (const file of files) {
+  const before = fs.readFileSync(file, 'utf8');
+  const pkg = JSON.parse(before);
+  pkg.version = version;
+  // napi prepublish adds one per platform package at release; @okfit/plugin
+  // depends on the @okfit/mcp of the same release.
+  for (const k of Object.keys(pkg.optionalDependencies || {})) pkg.optionalDependencies[k] = version;
+  if (pkg.dependencies && pkg.dependencies['@okfit/mcp']) pkg.dependencies['@okfit/mcp'] = version;
+  const after = JSON.stringify(pkg, null, 2) + '\n';
+  if (after !== before) fs.writeFileSync(file, after);
+}
 JS
 napi create-npm-dirs >/dev/null
 if [[ "$mode" == npm-dirs ]]; then

@@ -59,6 +59,15 @@ say "cargo test"
 status=0
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log" || status=$?
 
+# This repository's own bundle: every concept's generated stamp is current
+# (`okfit sync` would write nothing), as `okfit validate` also requires.
+say "okf/ is stamped (okfit sync --dry-run --only generated)"
+stamps=$(target/debug/okfit sync --dry-run --only generated --format json) || status=1
+if ! printf '%s' "$stamps" | grep -q '"generated":{"selected":true,"written":\[\]'; then
+  say "okf/ has concepts whose generated stamp is stale; run okfit sync --only generated: $stamps"
+  status=1
+fi
+
 # The official MCP TypeScript SDK client against the okfit-mcp that cargo
 # test just built (node and npm come with this kind of machine).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

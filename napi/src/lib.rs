@@ -185,6 +185,39 @@ pub async fn run_mcp_cli(args: Vec<String>) -> Result<i32> {
     rx.await.map_err(err)
 }
 
+/// The package that launches the `okfit` command line (`@okfit/plugin`).
+#[napi(object)]
+pub struct Launcher {
+    /// Package name.
+    pub name: String,
+    /// Package version.
+    pub version: String,
+}
+
+/// Runs the `okfit` command line in this process (arguments after the
+/// program name) and resolves with its exit code; `launcher` names the
+/// package that ran it, for `okfit --version` and the envelopes.
+#[napi]
+pub async fn run_cli(args: Vec<String>, launcher: Option<Launcher>) -> Result<i32> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut argv = vec!["okfit".to_string()];
+        argv.extend(args);
+        let code = match launcher {
+            Some(l) => okfit::cli::run_as(
+                argv,
+                okfit_core::report::Distribution {
+                    name: l.name,
+                    version: l.version,
+                },
+            ),
+            None => okfit::cli::run(argv),
+        };
+        let _ = tx.send(code);
+    });
+    rx.await.map_err(err)
+}
+
 // ---------------------------------------------------------------------------
 // Connections.
 

@@ -152,7 +152,7 @@ pub fn sync(a: SyncArgs) -> Result<i32, Error> {
         out.insert(Mode::Log, log(&cx, &b, &repo)?);
     }
     if a.staged && !a.dry_run {
-        if let RepoState::Ready(r) = &repo {
+        if let RepoState::Ready(r) | RepoState::Unborn(r) = &repo {
             let mut paths: Vec<String> = vec![];
             for o in out.values() {
                 paths.extend(o.written.iter().map(|id| written_path(id)));
@@ -240,8 +240,10 @@ fn generated(
     };
     let scope: Option<BTreeSet<String>> = match (staged, repo) {
         (false, _) => None,
-        (true, RepoState::Ready(r)) => Some(r.staged().into_iter().collect()),
-        (true, _) => Some(BTreeSet::new()),
+        (true, RepoState::Ready(r) | RepoState::Unborn(r)) => {
+            Some(r.staged().into_iter().collect())
+        }
+        (true, RepoState::NotARepo) => Some(BTreeSet::new()),
     };
     let mut todo: Vec<(&str, &str, String)> = vec![]; // (id, path, text)
     for (d, c) in b.concepts() {
@@ -275,7 +277,7 @@ fn generated(
                     o.skip(id, "not-a-repository");
                     continue;
                 }
-                (RepoState::Unborn, _) => {
+                (RepoState::Unborn(_), _) => {
                     o.skip(id, "unborn");
                     continue;
                 }
@@ -402,7 +404,7 @@ fn log(cx: &Ctx, b: &Bundle, repo: &RepoState) -> Result<Outcome, Error> {
     };
     let r = match repo {
         RepoState::Ready(r) => r,
-        RepoState::Unborn => {
+        RepoState::Unborn(_) => {
             o.skip("log.md", "unborn");
             return Ok(o);
         }

@@ -184,6 +184,14 @@ export interface HistoryOptions {
   limit?: number
 }
 
+/** The package that launches the `okfit` command line (`@okfit/plugin`). */
+export interface Launcher {
+  /** Package name. */
+  name: string
+  /** Package version. */
+  version: string
+}
+
 /**
  * Opens a connection (`okf:///abs/bundle`, `okf:///abs/data?tenant=t`,
  * `okf+unix://…`, `okf+https://…`).
@@ -245,6 +253,13 @@ export interface RevisionResult {
   /** The validator's findings on the written documents. */
   diagnostics: Array<ChangeDiagnostic>
 }
+
+/**
+ * Runs the `okfit` command line in this process (arguments after the
+ * program name) and resolves with its exit code; `launcher` names the
+ * package that ran it, for `okfit --version` and the envelopes.
+ */
+export declare function runCli(args: Array<string>, launcher?: Launcher | undefined | null): Promise<number>
 
 /**
  * Runs the `okfit-mcp` command line in this process (arguments after the

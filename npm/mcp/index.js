@@ -841,5 +841,6 @@ module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.Refusal = nativeBinding.Refusal
 module.exports.createNativeServer = nativeBinding.createNativeServer
 module.exports.openNative = nativeBinding.openNative
+module.exports.runCli = nativeBinding.runCli
 module.exports.runMcpCli = nativeBinding.runMcpCli
 module.exports.validate = nativeBinding.validate

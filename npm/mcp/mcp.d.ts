@@ -21,6 +21,7 @@ export type {
   GetOptions,
   History,
   HistoryOptions,
+  Launcher,
   Report,
   RevisionInfo,
   RevisionResult,
@@ -30,7 +31,7 @@ export type {
   UnsavedDocument,
   ValidateOptions,
 } from './index.js';
-export { validate } from './index.js';
+export { validate, runCli } from './index.js';
 
 /** An MCP server: the okfit-mcp tools behind any @modelcontextprotocol/sdk Transport. */
 export declare class McpServer {

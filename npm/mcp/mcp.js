@@ -11,7 +11,7 @@
 //   - McpServer.connect, which drives an @modelcontextprotocol/sdk
 //     Transport (a JavaScript object with callbacks and promises) and
 //     carries JSON-RPC messages between it and a native session.
-// validate() is the addon's own function, exported as is.
+// validate() and runCli() are the addon's own functions, exported as is.
 
 const native = require('./index.js');
 
@@ -147,6 +147,6 @@ function createMcpServer(connection, advice, options) {
   return new McpServer(native.createNativeServer(dsn || null, advice == null ? null : String(advice), options || null));
 }
 
-const { validate } = native;
+const { validate, runCli } = native;
 
-module.exports = { createMcpServer, open, validate, McpServer, Connection, OkfitError };
+module.exports = { createMcpServer, open, validate, runCli, McpServer, Connection, OkfitError };

@@ -102,20 +102,7 @@ impl Repo {
             bundle_root,
             &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
         )?;
-        let top = PathBuf::from(head.lines().next()?.trim());
-        let canon_root =
-            std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
-        let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
-        let prefix = canon_root
-            .strip_prefix(&canon_top)
-            .ok()?
-            .to_string_lossy()
-            .replace('\\', "/");
-        let mut repo = Repo {
-            top,
-            prefix,
-            tracked: HashSet::new(),
-        };
+        let mut repo = Repo::at(head.lines().next()?, bundle_root)?;
         repo.tracked = git(
             &repo.top,
             &["ls-tree", "-r", "--name-only", "HEAD", "--", repo.scope()],
@@ -125,6 +112,31 @@ impl Repo {
         .map(str::to_string)
         .collect();
         Some(repo)
+    }
+
+    /// The repository around `bundle_root` when it has no commit yet.
+    fn unborn(bundle_root: &Path) -> Option<Repo> {
+        let top = git(bundle_root, &["rev-parse", "--show-toplevel"])?;
+        Repo::at(top.lines().next()?, bundle_root)
+    }
+
+    /// The repository whose work tree is `top`, seen from `bundle_root`
+    /// inside it (nothing tracked yet).
+    fn at(top: &str, bundle_root: &Path) -> Option<Repo> {
+        let top = PathBuf::from(top.trim());
+        let canon_root =
+            std::fs::canonicalize(bundle_root).unwrap_or_else(|_| bundle_root.to_path_buf());
+        let canon_top = std::fs::canonicalize(&top).unwrap_or(top.clone());
+        let prefix = canon_root
+            .strip_prefix(&canon_top)
+            .ok()?
+            .to_string_lossy()
+            .replace('\\', "/");
+        Some(Repo {
+            top,
+            prefix,
+            tracked: HashSet::new(),
+        })
     }
 
     /// The bundle's directory as a git pathspec.
@@ -166,8 +178,8 @@ pub enum Provenance {
 pub enum RepoState {
     /// Not inside a git work tree (or git is missing).
     NotARepo,
-    /// A repository with no commit yet.
-    Unborn,
+    /// A repository with no commit yet (nothing tracked; files can be staged).
+    Unborn(Repo),
     /// A repository with a `HEAD`.
     Ready(Repo),
 }
@@ -177,8 +189,8 @@ pub fn state(bundle_root: &Path) -> RepoState {
     if let Some(r) = Repo::discover(bundle_root) {
         return RepoState::Ready(r);
     }
-    match git(bundle_root, &["rev-parse", "--git-dir"]) {
-        Some(_) => RepoState::Unborn,
+    match Repo::unborn(bundle_root) {
+        Some(r) => RepoState::Unborn(r),
         None => RepoState::NotARepo,
     }
 }

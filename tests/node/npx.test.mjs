@@ -6,8 +6,7 @@
 // over stdio by the official MCP SDK client, in project mode and with a
 // store connection string.
 //
-// Needs scripts/build-node.sh (the addon in npm/mcp/npm/linux-x64-gnu, and
-// @napi-rs/cli in npm/mcp/node_modules).
+// Needs scripts/build-node.sh (see pack.mjs).
 //
 // Installing works with both tarballs in one `npm install --offline`: npm
 // resolves the optional dependency @okfit/mcp-linux-x64-gnu@<version> to
@@ -15,25 +14,16 @@
 // pointed at a closed local port below, so any attempt would fail).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawnSync } from "node:child_process";
-import { promisify } from "node:util";
-import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, readdirSync, existsSync, realpathSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, readFileSync, readdirSync, existsSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { repo, PLATFORM, version, MCP_FILES, offlineEnv, packAll, installInto } from "./pack.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
-const run = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..", "..");
 const fixture = join(repo, "tests", "fixtures", "mcp", "project");
 const nativeBin = process.env.OKFIT_MCP_BIN ?? join(repo, "target", "debug", "okfit-mcp");
-const PLATFORM = "linux-x64-gnu";
-const TRIPLE = "x86_64-unknown-linux-gnu";
-const version = JSON.parse(readFileSync(join(repo, "npm", "mcp", "package.json"), "utf8")).version;
-// The published files of @okfit/mcp (package.json's "files").
-const MCP_FILES = ["bin/okfit-mcp.js", "index.d.ts", "index.js", "mcp.d.ts", "mcp.js", "mcp.mjs", "package.json"];
 
 const BUNDLE_TOOLS = [
   "describe_vocabulary", "list_concepts", "get_concept", "concept_neighbors", "stale_report", "validate_bundle",
@@ -47,62 +37,12 @@ const packed = {};
 const timings = {};
 
 before(async () => {
-  assert.ok(
-    existsSync(join(repo, "npm", "mcp", "npm", PLATFORM, `okfit.${PLATFORM}.node`)),
-    "the addon is not built (scripts/build-node.sh)",
-  );
   work = realpathSync(mkdtempSync(join(tmpdir(), "okfit-npx-")));
-  const packs = join(work, "packs");
-  mkdirSync(packs);
-  env = {
-    PATH: process.env.PATH ?? "",
-    HOME: join(work, "home"),
-    npm_config_cache: join(work, "npm-cache"),
-    npm_config_offline: "true",
-    // Nothing listens here: a registry request fails instead of going out.
-    npm_config_registry: "http://127.0.0.1:9/",
-    npm_config_update_notifier: "false",
-    npm_config_fund: "false",
-    npm_config_audit: "false",
-  };
-  mkdirSync(env.HOME);
-
-  // A copy of npm/mcp with this platform's package, prepared for release.
-  let t = performance.now();
-  const stage = join(work, "stage");
-  const from = join(repo, "npm", "mcp");
-  for (const f of MCP_FILES) cpSync(join(from, f), join(stage, f));
-  cpSync(join(from, "npm", PLATFORM), join(stage, "npm", PLATFORM), { recursive: true });
-  writeFileSync(join(work, "napi-host.json"), JSON.stringify({ targets: [TRIPLE] }));
-  await run(
-    join(from, "node_modules", ".bin", "napi"),
-    ["prepublish", "-t", "npm", "--skip-optional-publish", "--no-gh-release", "-c", join(work, "napi-host.json")],
-    { cwd: stage, env, maxBuffer: 64 * 1024 * 1024 },
-  );
-  timings.prepublish = performance.now() - t;
-
-  t = performance.now();
-  for (const [name, dir] of [["mcp", stage], [`mcp-${PLATFORM}`, join(stage, "npm", PLATFORM)]]) {
-    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", packs], {
-      cwd: dir,
-      env,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    const [info] = JSON.parse(stdout);
-    packed[name] = { ...info, tgz: join(packs, info.filename) };
-    assert.ok(existsSync(packed[name].tgz), `npm pack wrote ${info.filename}`);
-  }
-  timings.pack = performance.now() - t;
-
+  env = offlineEnv(work);
+  Object.assign(packed, await packAll(work, env, timings));
   project = join(work, "project");
-  mkdirSync(project);
-  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "t", version: "1.0.0", private: true }, null, 2));
-  t = performance.now();
-  await run(
-    "npm",
-    ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", packed.mcp.tgz, packed[`mcp-${PLATFORM}`].tgz],
-    { cwd: project, env, maxBuffer: 64 * 1024 * 1024 },
-  );
+  const t = performance.now();
+  await installInto(project, [packed.mcp.tgz, packed[`mcp-${PLATFORM}`].tgz], env);
   timings.install = performance.now() - t;
 }, { timeout: 600_000 });
 
