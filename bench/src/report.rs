@@ -385,6 +385,8 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             ("warm `list_concepts` ms", "list_ms", Col::Pair),
             ("warm `get_concept` ms", "get_ms", Col::Pair),
             ("peak RSS MB", "rss_mb", Col::One),
+            ("`okfit context` ms", "context_ms", Col::Pair),
+            ("`okfit hook post-tool-use` ms", "hook_ms", Col::Pair),
         ],
     );
     targets(
@@ -397,6 +399,13 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             ("warm `get_concept` < 1 ms", "get_ms.p50", 1.0),
             ("RSS < 100 MB", "rss_mb", 100.0),
         ],
+    );
+    out.push_str("The last two columns are the Claude Code plugin's hooks, each a fresh `okfit` process (spawn → exit): the session-start orientation (`okfit context --format json`, config only) and the check after a `Write` of one concept.\n");
+    targets(
+        out,
+        &r,
+        20_000,
+        &[("`okfit context` < 10 ms", "context_ms.p50", 10.0)],
     );
 }
 

@@ -7,11 +7,15 @@
 //! - per size of `--sizes` (default 10000; bundles `bench/out/b<N>` from the
 //!   generator, made when missing or stale): the first `list_concepts` after
 //!   spawn (five servers), then 200 warm `list_concepts` and `get_concept`
-//!   round trips and the server's peak RSS (`VmHWM`) after them.
+//!   round trips and the server's peak RSS (`VmHWM`) after them; and what
+//!   the Claude Code plugin's hooks cost there: `okfit context --format
+//!   json` (the session-start orientation reads only the config) and
+//!   `okfit hook post-tool-use` after a `Write` of one concept, each spawn →
+//!   exit, 21 runs after one warm-up.
 //!
 //! `--json PATH` also writes the figures as JSON. Targets (at 10,000
 //! concepts): start-up < 10 ms; warm list/get < 1 ms; first call < 300 ms;
-//! RSS < 100 MB.
+//! RSS < 100 MB; at 20,000: `okfit context` < 10 ms.
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
@@ -34,6 +38,8 @@ const FIRST_CALL_SERVERS: usize = 5;
 const WARM_CALLS: usize = 200;
 /// The size the targets are stated for.
 const TARGET_CONCEPTS: usize = 10_000;
+/// Runs of each `okfit` command (after one warm-up).
+const CLI_RUNS: usize = 21;
 
 /// A server on `project` in project mode.
 fn start(bin: &Path, project: &Path) -> Result<Session, String> {
@@ -147,6 +153,44 @@ struct SizeResult {
     list: Pct,
     get: Pct,
     rss: f64,
+    context: Pct,
+    hook: Pct,
+}
+
+/// Wall time of `okfit ARGS` in `dir` with `input` on stdin, spawn → exit:
+/// one warm-up, then [`CLI_RUNS`] runs. A failing run is an error.
+fn time_cli(okfit: &Path, dir: &Path, args: &[&str], input: &str) -> Result<Pct, String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut walls = vec![];
+    for i in 0..=CLI_RUNS {
+        let t = Instant::now();
+        let mut child = Command::new(okfit)
+            .args(args)
+            .current_dir(dir)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("OKFIT_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", okfit.display()))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(input.as_bytes())
+                .map_err(|e| format!("okfit {args:?}: stdin: {e}"))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("okfit {args:?}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("okfit {args:?} failed in {}", dir.display()));
+        }
+        if i > 0 {
+            walls.push(ms(t.elapsed()));
+        }
+    }
+    Ok(Pct::of(&walls))
 }
 
 fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> {
@@ -202,19 +246,32 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
     }
     let rss = s.peak_rss_mb().unwrap_or(f64::NAN);
     s.close();
+    let okfit = bin.with_file_name("okfit");
+    let context = time_cli(&okfit, dir, &["context", "--format", "json"], "")?;
+    let file = dir.join(generator::BUNDLE_DIR).join(format!("{mid_id}.md"));
+    let event = json!({
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": file.display().to_string()},
+        "cwd": dir.display().to_string(),
+    })
+    .to_string();
+    let hook = time_cli(&okfit, dir, &["hook", "post-tool-use"], &event)?;
     Ok(SizeResult {
         concepts: n,
         first: Pct::of(&firsts),
         list: Pct::of(&list),
         get: Pct::of(&get),
         rss,
+        context,
+        hook,
     })
 }
 
 fn run(root: &Path, args: &Args) -> Result<bool, String> {
     let status = Command::new("cargo")
         .current_dir(root)
-        .args(["build", "--release", "-p", "okfit", "--bin", "okfit-mcp"])
+        .args(["build", "--release", "-p", "okfit", "--bins"])
         .status()
         .map_err(|e| format!("cargo: {e}"))?;
     if !status.success() {
@@ -253,6 +310,8 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
         let list = format!("warm list_concepts (limit 20), {at}");
         let get = format!("warm get_concept, {at}");
         let rss = format!("server peak RSS, {at}");
+        let context = format!("okfit context, {at}");
+        let hook = format!("okfit hook post-tool-use, {at}");
         println!(
             "{first:<44}{:8.1} ms {:8.1} ms   {}",
             r.first.p50,
@@ -277,8 +336,17 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
             "",
             target("< 100 MB")
         );
+        let context_target = if r.concepts == 20_000 { "< 10 ms" } else { "" };
+        println!(
+            "{context:<44}{:8.2} ms {:8.2} ms   {context_target}",
+            r.context.p50, r.context.p95
+        );
+        println!("{hook:<44}{:8.2} ms {:8.2} ms", r.hook.p50, r.hook.p95);
         if r.concepts == TARGET_CONCEPTS {
             met &= r.first.p50 < 300.0 && r.list.p50 < 1.0 && r.get.p50 < 1.0 && r.rss < 100.0;
+        }
+        if r.concepts == 20_000 {
+            met &= r.context.p50 < 10.0;
         }
     }
     if args.sizes.contains(&TARGET_CONCEPTS) {
@@ -300,6 +368,8 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
                     "list_ms": r.list.json(WARM_CALLS),
                     "get_ms": r.get.json(WARM_CALLS),
                     "rss_mb": r.rss,
+                    "context_ms": r.context.json(CLI_RUNS),
+                    "hook_ms": r.hook.json(CLI_RUNS),
                 })
             })
             .collect();
