@@ -26,6 +26,9 @@ use std::sync::Arc;
 pub const INSTRUCTIONS: &str = "okfit serves this project's Open Knowledge Format (OKF) bundle: Markdown concepts with YAML frontmatter. Every tool is read-only. Start with describe_vocabulary to learn the declared types and tags, then list_concepts to find ids, then get_concept for content. Ids are bundle-relative paths without .md (metrics/revenue); a short id (revenue) works when it is unambiguous. Every successful call returns structuredContent plus the same JSON as text in content[0]; a failure is isError: true with the message and what to do next in content[0].text. After writing or editing a concept file, call validate_bundle.";
 
 /// What the server tells a client when it serves a connection.
+/// Resources per `resources/list` page (MCP cursor pagination).
+pub const RESOURCES_PAGE: usize = 500;
+
 pub const KNOWLEDGE_INSTRUCTIONS: &str = "okfit serves Open Knowledge Format (OKF) knowledge. Read the manifest (the okf://manifest resource or the manifest tool) to see what exists, pick ids from its rows, then fetch them with one batched get (with section, find, or offset: pos from a search hit). On a large tenant use search, or manifest with bundle. Never guess an id; ids come from paths, so re-read the manifest after any write.";
 
 /// The protocol revisions served, oldest first.
@@ -78,17 +81,43 @@ impl Server {
         })
     }
 
-    fn resources(&self) -> Vec<Resource> {
-        self.tools
-            .resources()
+    /// One page of `resources/list`: [`RESOURCES_PAGE`] resources from the
+    /// offset the cursor names (none: the start), and the cursor of the
+    /// next page when there is one.
+    fn resources(&self, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+        let all = self.tools.resources();
+        let start = match cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n <= all.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!(
+                            "unknown cursor \"{}\"; list again from the start",
+                            okfit_store::error::truncate(c)
+                        ),
+                        None,
+                    )
+                })?,
+        };
+        let end = (start + RESOURCES_PAGE).min(all.len());
+        let next = (end < all.len()).then(|| end.to_string());
+        let page = all
             .into_iter()
+            .skip(start)
+            .take(end - start)
             .map(|r| {
                 let mut out = Resource::new(r.uri, r.name);
                 out.description = Some(r.description);
                 out.mime_type = Some(r.mime_type.into());
                 out
             })
-            .collect()
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn read(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -209,11 +238,11 @@ impl ServerHandler for Server {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let r = off_thread(self, &context, |s| s.resources()).await?;
-        Ok(ListResourcesResult::with_all_items(r))
+        let cursor = request.and_then(|r| r.cursor);
+        off_thread(self, &context, move |s| s.resources(cursor.as_deref())).await?
     }
 
     async fn read_resource(

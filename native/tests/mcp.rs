@@ -641,8 +641,11 @@ async fn tools_list_has_the_six_tools_in_order_annotated_with_closed_schemas() {
     assert_eq!(keys(&by_name("get_concept")), ["id"]);
     assert_eq!(by_name("get_concept")["required"], json!(["id"]));
     assert_eq!(keys(&by_name("concept_neighbors")), ["id"]);
-    assert_eq!(keys(&by_name("stale_report")), ["now"]);
-    assert_eq!(keys(&by_name("validate_bundle")), ["documents", "now"]);
+    assert_eq!(keys(&by_name("stale_report")), ["limit", "now", "offset"]);
+    assert_eq!(
+        keys(&by_name("validate_bundle")),
+        ["documents", "file", "limit", "now", "offset", "severity"]
+    );
     let docs = &by_name("validate_bundle")["properties"]["documents"]["items"];
     assert_eq!(keys(docs), ["path", "text"]);
     let list = by_name("list_concepts");
@@ -1452,7 +1455,8 @@ async fn stale_report_explicit_now_counts_whole_days() {
                 },
                 "stale_after": "2020-01-01T00:00:00.000Z",
                 "days_past": 10
-            }]
+            }],
+            "total": 1
         })
     );
     // Exactly at stale_after: included, 0 days.
@@ -1472,7 +1476,10 @@ async fn stale_report_explicit_now_counts_whole_days() {
     assert_eq!(v["items"][0]["days_past"], 10);
     // Before: nothing.
     let v = ok(&c, "stale_report", json!({"now": "2019-12-31T23:59:59Z"})).await;
-    assert_eq!(v, json!({"as_of": "2019-12-31T23:59:59.000Z", "items": []}));
+    assert_eq!(
+        v,
+        json!({"as_of": "2019-12-31T23:59:59.000Z", "items": [], "total": 0})
+    );
     // After 2099 both dated concepts are stale, sorted by id.
     let v = ok(&c, "stale_report", json!({"now": "2100-01-01T00:00:00Z"})).await;
     let ids: Vec<&str> = v["items"]
@@ -2417,4 +2424,153 @@ async fn list_changed_notification_reaches_a_raw_client() {
     let (status, out, _) = raw.close().await;
     assert_eq!(status.code(), Some(0));
     assert_jsonrpc_only(&out);
+}
+
+// ------------------------------------------------------------------------
+// Answers sized for agents: paging validate_bundle, stale_report and
+// resources/list
+// ------------------------------------------------------------------------
+
+/// Adds `n` stale concepts, each with a broken link (a warning), to the
+/// fixture copy, under `bulk/`.
+fn add_bulk(sb: &Sandbox, n: usize) {
+    std::fs::create_dir_all(sb.bundle().join("bulk")).unwrap();
+    let mut index = String::from("# Skill\n\n");
+    for i in 0..n {
+        sb.write(
+            &format!("bulk/n{i:03}.md"),
+            &format!("---\ntype: Skill\ntitle: Bulk {i}\nstale_after: 2020-01-01T00:00:00Z\n---\n\n# Bulk {i}\n\nSee [gone](gone-{i}.md).\n"),
+        );
+        index.push_str(&format!("* [Bulk {i}](n{i:03}.md)\n"));
+    }
+    sb.write("bulk/index.md", &index);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_bundle_pages_and_narrows_in_the_clis_order() {
+    let sb = Sandbox::new("project");
+    add_bulk(&sb, 450);
+    let cli = sb.cli_validate(NOW);
+    let all = diags(&cli).clone();
+    assert!(all.len() > 450, "{}", all.len());
+    let c = connect(&sb).await;
+    let first = ok(&c, "validate_bundle", json!({"now": NOW})).await;
+    // The summary and exit code count the whole run; 200 diagnostics come back.
+    assert_eq!(first["summary"], cli["summary"]);
+    assert_eq!(first["exit_code"], cli["exit_code"]);
+    assert_eq!(diags(&first)[..], all[..200]);
+    assert_eq!(first["page"]["returned"], 200);
+    assert_eq!(first["page"]["matching"], all.len());
+    assert_eq!(first["page"]["next_offset"], 200);
+    assert!(first["page"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("offset: 200"));
+    // Paging through gives the CLI's list, in its order.
+    let mut paged = vec![];
+    let mut offset = 0;
+    loop {
+        let v = ok(
+            &c,
+            "validate_bundle",
+            json!({"now": NOW, "offset": offset, "limit": 150}),
+        )
+        .await;
+        let d = diags(&v).clone();
+        paged.extend(d);
+        match v["page"]["next_offset"].as_u64() {
+            Some(n) => offset = n,
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    // One file, and a minimum severity.
+    let one = ok(
+        &c,
+        "validate_bundle",
+        json!({"now": NOW, "file": "bulk/n007.md"}),
+    )
+    .await;
+    let expected: Vec<Value> = all
+        .iter()
+        .filter(|d| d["file"] == "bulk/n007.md")
+        .cloned()
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(diags(&one), &expected);
+    assert_eq!(one["page"]["next_offset"], Value::Null);
+    let errors = ok(
+        &c,
+        "validate_bundle",
+        json!({"now": NOW, "severity": "error"}),
+    )
+    .await;
+    assert!(diags(&errors).iter().all(|d| d["severity"] == "error"));
+    let warn = ok(
+        &c,
+        "validate_bundle",
+        json!({"now": NOW, "severity": "warning", "limit": 5000}),
+    )
+    .await;
+    let expected: Vec<Value> = all
+        .iter()
+        .filter(|d| d["severity"] != "info")
+        .cloned()
+        .collect();
+    assert_eq!(diags(&warn), &expected);
+    // Everything asked for and returned: the CLI's envelope exactly.
+    let whole = ok(&c, "validate_bundle", json!({"now": NOW, "limit": 5000})).await;
+    assert_eq!(without(whole, &["producer"]), without(cli, &["producer"]));
+    let bad = invalid_params(&c, "validate_bundle", json!({"severity": "loud"})).await;
+    assert!(bad.contains("severity"), "{bad}");
+    close(c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_report_pages_with_a_total() {
+    let sb = Sandbox::new("project");
+    add_bulk(&sb, 450);
+    let c = connect(&sb).await;
+    let v = ok(&c, "stale_report", json!({"now": NOW})).await;
+    assert_eq!(v["total"], 451);
+    assert_eq!(v["items"].as_array().unwrap().len(), 200);
+    let rest = ok(&c, "stale_report", json!({"now": NOW, "offset": 400})).await;
+    assert_eq!(rest["items"].as_array().unwrap().len(), 51);
+    let all = ok(&c, "stale_report", json!({"now": NOW, "limit": 1000})).await;
+    assert_eq!(
+        all["items"].as_array().unwrap()[..200],
+        v["items"].as_array().unwrap()[..]
+    );
+    close(c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_list_pages_with_cursors() {
+    let sb = Sandbox::new("project");
+    add_bulk(&sb, 600);
+    let c = connect(&sb).await;
+    let first = bounded(
+        "resources/list",
+        c.list_resources(Some(rmcp::model::PaginatedRequestParams::default())),
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.resources.len(), 500);
+    assert_eq!(first.next_cursor.as_deref(), Some("500"));
+    // rmcp's client follows the cursors: every resource once, in order.
+    let all = resources(&c).await;
+    assert_eq!(all.len(), 1 + 610 + 1, "index, concepts, manifest");
+    let mut seen = uris(&all);
+    seen.dedup();
+    assert_eq!(seen.len(), all.len());
+    let bad = bounded(
+        "resources/list",
+        c.list_resources(Some(
+            rmcp::model::PaginatedRequestParams::default().with_cursor(Some("nope".into())),
+        )),
+    )
+    .await;
+    let e = format!("{:?}", bad.unwrap_err());
+    assert!(e.contains("unknown cursor"), "{e}");
+    close(c).await;
 }

@@ -190,12 +190,39 @@ pub(crate) struct IdArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NowArgs {
+pub(crate) struct StaleArgs {
     #[schemars(
         description = "ISO 8601 instant with an explicit offset, e.g. 2026-09-06T00:00:00Z; default: the current time."
     )]
     #[serde(default)]
     pub now: Option<String>,
+    #[schemars(range(min = 1, max = 1000))]
+    #[serde(default = "list_limit")]
+    pub limit: u64,
+    #[schemars(range(min = 0))]
+    #[serde(default)]
+    pub offset: u64,
+}
+
+/// The least severe finding `validate_bundle` returns.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MinSeverity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl MinSeverity {
+    /// Whether a diagnostic of `severity` (as the envelope spells it) is kept.
+    pub fn keeps(self, severity: &str) -> bool {
+        let level = match severity {
+            "error" => MinSeverity::Error,
+            "warning" => MinSeverity::Warning,
+            _ => MinSeverity::Info,
+        };
+        level >= self
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -220,4 +247,24 @@ pub(crate) struct ValidateArgs {
     )]
     #[serde(default)]
     pub documents: Option<Vec<UnsavedDocument>>,
+    #[schemars(
+        description = "Only the diagnostics of this bundle-relative file (for example modules/core.md)."
+    )]
+    #[serde(default)]
+    pub file: Option<String>,
+    #[schemars(description = "Only diagnostics at least this severe: info, warning or error.")]
+    #[serde(default)]
+    pub severity: Option<MinSeverity>,
+    #[schemars(
+        range(min = 1, max = 5000),
+        description = "Most diagnostics to return (default 200), in the CLI's order; the summary always counts them all."
+    )]
+    #[serde(default)]
+    pub limit: Option<u64>,
+    #[schemars(
+        range(min = 0),
+        description = "Diagnostics to skip first, to page through the rest."
+    )]
+    #[serde(default)]
+    pub offset: Option<u64>,
 }

@@ -1,7 +1,7 @@
 //! The MCP tools: names, titles, descriptions, input schemas and handlers,
 //! defined once here (the Node addon reuses them).
 
-use crate::args::{IdArgs, ListArgs, NoArgs, NowArgs, ValidateArgs};
+use crate::args::{IdArgs, ListArgs, MinSeverity, NoArgs, StaleArgs, ValidateArgs};
 use crate::schema::derived;
 use crate::{parse, Access, Group, Run, ToolDef};
 use okfit_core::bundle::{Bundle, IdError};
@@ -55,8 +55,8 @@ pub const BUNDLE_TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "stale_report",
         title: "Stale concepts",
-        description: "Lists every concept whose stale_after instant has passed, with its summary and how many whole days past it is, as of now or of an explicit instant (ISO 8601 with an offset). Call it before relying on time-sensitive knowledge, and say so when you use a stale concept.",
-        schema: derived::<NowArgs>,
+        description: "Lists the concepts whose stale_after instant has passed, with their summaries and how many whole days past each is, as of now or of an explicit instant (ISO 8601 with an offset). Pages with limit (default 200, max 1000) and offset, and reports the total. Call it before relying on time-sensitive knowledge, and say so when you use a stale concept.",
+        schema: derived::<StaleArgs>,
         group: Group::Bundle,
         access: Access::Read,
         run: Run::Bundle(stale_run),
@@ -64,7 +64,7 @@ pub const BUNDLE_TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "validate_bundle",
         title: "Validate the bundle",
-        description: "Runs the same conformance and lint checks as `okfit validate --format json` and returns that report: every diagnostic's file, code, severity, message and range, the summary counts and the exit code the CLI would use. Pass documents: [{path, text}] to check unsaved text (bundle-relative .md paths, a new file only under an existing directory) without writing it. Call it after writing or editing any concept file, before moving on to the next one.",
+        description: "Runs the same conformance and lint checks as `okfit validate --format json` and returns that report: the summary counts, the exit code the CLI would use, and the diagnostics (file, code, severity, message, range), at most 200 by default. Narrow with file (one bundle-relative path) and severity (info, warning or error and above); page with limit and offset; a \"page\" field says how many were left out and the offset to continue from. Pass documents: [{path, text}] to check unsaved text (bundle-relative .md paths, a new file only under an existing directory) without writing it. Call it with the file you just wrote or edited, before moving on to the next one.",
         schema: derived::<ValidateArgs>,
         group: Group::Bundle,
         access: Access::Read,
@@ -195,17 +195,82 @@ fn neighbors_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
 }
 
 fn stale_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
-    let NowArgs { now } = parse(args)?;
+    let StaleArgs { now, limit, offset } = parse(args)?;
     let now = now_arg(now.as_deref())?;
-    live.read(
-        Bodies::None,
-        |_, b| json!({"as_of": time::format_millis(now), "items": query::stale(b, now)}),
-    )
+    live.read(Bodies::None, |_, b| {
+        let items = query::stale(b, now);
+        let total = items.len();
+        let page: Vec<_> = items
+            .into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .collect();
+        json!({"as_of": time::format_millis(now), "items": page, "total": total})
+    })
     .map_err(Refusal::from)
 }
 
+/// Diagnostics `validate_bundle` returns when no limit is given.
+pub const VALIDATE_PAGE: usize = 200;
+
 fn validate_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
-    validate(live, args, "@okfit/mcp")
+    let a: ValidateArgs = parse(args)?;
+    let envelope = validate(live, args, "@okfit/mcp")?;
+    Ok(page_diagnostics(
+        envelope,
+        a.file.as_deref(),
+        a.severity,
+        a.offset.unwrap_or(0) as usize,
+        a.limit.map_or(VALIDATE_PAGE, |l| l as usize),
+    ))
+}
+
+/// Narrows the envelope's diagnostics to `file` and `min` severity, then
+/// to one page of `limit` from `offset` (in the CLI's order). The summary
+/// still counts the whole run; when anything is left out, a `page` field
+/// says how much and where to continue. With nothing left out the
+/// envelope is the CLI's, unchanged.
+fn page_diagnostics(
+    mut envelope: Value,
+    file: Option<&str>,
+    min: Option<MinSeverity>,
+    offset: usize,
+    limit: usize,
+) -> Value {
+    let Some(all) = envelope["diagnostics"].as_array_mut().map(std::mem::take) else {
+        return envelope;
+    };
+    let total = all.len();
+    let file = file.map(|f| f.trim_start_matches("./").trim_start_matches('/'));
+    let matching: Vec<Value> = all
+        .into_iter()
+        .filter(|d| file.is_none_or(|f| d["file"] == f))
+        .filter(|d| min.is_none_or(|m| m.keeps(d["severity"].as_str().unwrap_or(""))))
+        .collect();
+    let count = matching.len();
+    let page: Vec<Value> = matching.into_iter().skip(offset).take(limit).collect();
+    let returned = page.len();
+    envelope["diagnostics"] = Value::Array(page);
+    if returned < total {
+        let next = (offset + returned < count).then_some(offset + returned);
+        let mut note =
+            format!("{returned} of {count} matching diagnostics returned ({total} in all).");
+        if let Some(n) = next {
+            note.push_str(&format!(
+                " Call validate_bundle again with offset: {n} for more, or narrow with file or severity."
+            ));
+        }
+        envelope["page"] = json!({
+            "offset": offset,
+            "limit": limit,
+            "returned": returned,
+            "matching": count,
+            "total": total,
+            "next_offset": next,
+            "note": note,
+        });
+    }
+    envelope
 }
 
 /// `describe_vocabulary`'s shape (reference §1.4).
@@ -320,7 +385,7 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
 /// serves, with `args`' unsaved documents overlaid and `producer` named
 /// in it (the Node addon's `validate()` calls this directly).
 pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
-    let ValidateArgs { now, documents } = parse(args)?;
+    let ValidateArgs { now, documents, .. } = parse(args)?;
     let now = now_arg(now.as_deref())?;
     let documents: Vec<(String, String)> = documents
         .unwrap_or_default()
