@@ -148,40 +148,143 @@ pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
 /// unless `skip_provenance`.
 pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Report {
     let mut extra = loaded.extra.clone();
-    if let (false, Some(sev)) = (
-        skip_provenance,
-        project.config.severity("generated-at-drift"),
-    ) {
-        let candidates: Vec<okfit_store::git::Candidate> = loaded
-            .bundle
-            .concepts()
-            .filter_map(|(d, c)| {
-                let g = c.generated.as_ref()?;
-                (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
-                    okfit_store::git::Candidate {
-                        path: d.path.clone(),
-                        at: g.at,
-                    }
-                })
-            })
-            .collect();
-        let discovered;
-        let repo = match &loaded.repo {
-            Some(r) => r.as_ref(),
-            None if candidates.is_empty() => None,
-            None => {
-                discovered = okfit_store::git::Repo::discover(&project.bundle_root);
-                discovered.as_ref()
-            }
-        };
-        extra.extend(okfit_store::git::drift(
-            repo,
-            &project.bundle_root,
-            &candidates,
-            sev,
-        ));
+    if !skip_provenance {
+        extra.extend(git_drift(project, &loaded.bundle, loaded.repo.as_ref()));
     }
     bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
         docs.par_iter().map(check).collect()
     })
+}
+
+/// The git tier of `generated-at-drift` over the bundle's concepts that
+/// record `generated` without a digest; `repo` is the repository the load
+/// found, when it looked.
+fn git_drift(
+    project: &Project,
+    b: &Bundle,
+    repo: Option<&Option<okfit_store::git::Repo>>,
+) -> Vec<Diagnostic> {
+    let Some(sev) = project.config.severity("generated-at-drift") else {
+        return vec![];
+    };
+    let candidates: Vec<okfit_store::git::Candidate> = b
+        .concepts()
+        .filter_map(|(d, c)| {
+            let g = c.generated.as_ref()?;
+            (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
+                okfit_store::git::Candidate {
+                    path: d.path.clone(),
+                    at: g.at,
+                }
+            })
+        })
+        .collect();
+    let discovered;
+    let repo = match repo {
+        Some(r) => r.as_ref(),
+        None if candidates.is_empty() => None,
+        None => {
+            discovered = okfit_store::git::Repo::discover(&project.bundle_root);
+            discovered.as_ref()
+        }
+    };
+    okfit_store::git::drift(repo, &project.bundle_root, &candidates, sev)
+}
+
+/// The findings a full run reports for the one bundle-relative file
+/// `rel`, parsing only what they depend on: the file itself, the paths of
+/// the others (for its links), and the concepts its body links to with a
+/// `#fragment` (for their headings). A Project concept (whose profile
+/// checks count every Project) and a Publication (whose renders are
+/// digested) take the full run, filtered. The summary counts this file's
+/// findings, and it as the one concept when it is one.
+pub fn validate_file(
+    project: &Project,
+    rel: &str,
+    now: Instant,
+    skip_provenance: bool,
+) -> Result<Report, Error> {
+    let root = &project.bundle_root;
+    let walked = walk::walk(root)?;
+    if !walked.files.iter().any(|(p, _)| p == rel) || !bundle::is_document(rel) {
+        return Err(Error::Usage(format!(
+            "\"{}\" is not a Markdown file of the bundle at {}",
+            okfit_store::error::truncate(rel),
+            root.display()
+        )));
+    }
+    let cfg = &project.config;
+    let popts = ParseOptions::validation(cfg, Some(now));
+    let read = |path: &str| {
+        std::fs::read(root.join(path)).map_err(|e| Error::FileUnreadable {
+            rel: path.to_string(),
+            root: root.clone(),
+            source: e,
+        })
+    };
+    let target = doc::parse(rel, &read(rel)?, &popts);
+    let needs_all = target.concept.as_ref().is_some_and(|c| {
+        cfg.profile.is_some() && (c.type_name == "Project" || c.publication.is_some())
+    });
+    if needs_all {
+        let loaded = load_walked(
+            project,
+            walked,
+            &LoadOptions {
+                now: Some(now),
+                git: !skip_provenance,
+                ..LoadOptions::default()
+            },
+        )?;
+        let full = validate(project, &loaded, skip_provenance);
+        return Ok(only(full, rel, 1));
+    }
+    let mut assets: Vec<String> = walked
+        .files
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| p != rel)
+        .collect();
+    // Targets whose headings a `#fragment` link is checked against.
+    let seen = Bundle::from_parts(vec![target.clone()], assets.clone());
+    let mut linked: Vec<String> = vec![];
+    for link in &target.links {
+        if let bundle::Resolution::Node {
+            kind: bundle::NodeKind::File,
+            id,
+            fragment: Some(_),
+        } = seen.resolve(rel, &link.raw, link.field)
+        {
+            if bundle::is_document(&id) && !linked.contains(&id) {
+                linked.push(id);
+            }
+        }
+    }
+    let mut docs = vec![target];
+    for path in &linked {
+        docs.push(doc::parse(path, &read(path)?, &popts));
+    }
+    assets.retain(|a| !linked.contains(a));
+    let b = Bundle::from_parts(docs, assets);
+    let is_concept = usize::from(b.doc(rel).is_some_and(|d| d.concept.is_some()));
+    let extra = if skip_provenance {
+        vec![]
+    } else {
+        // Only the file's own drift: the linked targets are not reported.
+        git_drift(project, &b, None)
+            .into_iter()
+            .filter(|d| d.file == rel)
+            .collect()
+    };
+    Ok(only(bundle::validate(&b, cfg, extra), rel, is_concept))
+}
+
+/// `report` narrowed to the findings of `rel`, counting `concepts`.
+fn only(report: Report, rel: &str, concepts: usize) -> Report {
+    let mine = report
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.file == rel)
+        .collect();
+    Report::new(mine, concepts)
 }

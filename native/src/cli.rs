@@ -19,6 +19,7 @@ use okfit_store::clock::resolve_now;
 use okfit_store::discover::Project;
 use okfit_store::error::Error;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -114,6 +115,10 @@ struct CheckArgs {
     /// Skip the git tier of generated-at-drift.
     #[arg(long)]
     skip_provenance: bool,
+    /// Report only the findings of this Markdown file of the bundle (a path,
+    /// or bundle-relative), reading only what they depend on.
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -359,18 +364,38 @@ fn usage_line(e: &clap::Error) -> String {
 fn check(a: CheckArgs, lint_only: bool) -> Result<i32, Error> {
     let now = resolve_now(a.now.as_deref())?;
     let p = bundle_project(&a.common)?;
-    let loaded = project::load(
-        &p,
-        &LoadOptions {
-            now: Some(now),
-            git: !a.skip_provenance,
-            ..LoadOptions::default()
-        },
-    )?;
-    let mut report = project::validate(&p, &loaded, a.skip_provenance);
-    // The process ends right after printing: freeing every parsed document
-    // one by one would only add to the wall time.
-    std::mem::forget(loaded);
+    let mut report = match &a.file {
+        Some(f) => {
+            let rel = crate::shared::bundle_relative(&p, f)
+                .or_else(|| {
+                    let given = f.to_string_lossy().replace('\\', "/");
+                    p.bundle_root.join(&given).is_file().then_some(given)
+                })
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--file {} is not a file of the bundle at {}",
+                        f.display(),
+                        p.bundle_root.display()
+                    ))
+                })?;
+            project::validate_file(&p, &rel, now, a.skip_provenance)?
+        }
+        None => {
+            let loaded = project::load(
+                &p,
+                &LoadOptions {
+                    now: Some(now),
+                    git: !a.skip_provenance,
+                    ..LoadOptions::default()
+                },
+            )?;
+            let report = project::validate(&p, &loaded, a.skip_provenance);
+            // The process ends right after printing: freeing every parsed
+            // document one by one would only add to the wall time.
+            std::mem::forget(loaded);
+            report
+        }
+    };
     if lint_only {
         report = report.lint_only();
     }

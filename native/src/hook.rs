@@ -6,8 +6,9 @@
 //! - `session-start`: orientation as `additionalContext` (the resolved
 //!   context, the vocabulary, the root `index.md` up to 12,000 bytes).
 //! - `post-tool-use`: after a `Write` or `Edit` of a file in the bundle,
-//!   validates that file alone; conformance errors block with a reason
-//!   listing each, and a clean file gets no answer at all.
+//!   validates that file as `okfit validate --file` does (without the git
+//!   tier); conformance errors block with a reason listing each, and a
+//!   clean file gets no answer at all.
 
 use clap::Subcommand;
 use okfit_core::diag::{Severity, Tier};
@@ -162,22 +163,6 @@ pub fn orientation(p: &Project) -> String {
     s
 }
 
-/// The bundle-relative path of `file` when it is a Markdown file under
-/// the bundle root (compared lexically, then through symlinks resolved).
-fn bundle_relative(p: &Project, file: &Path) -> Option<String> {
-    let rel = file
-        .strip_prefix(&p.bundle_root)
-        .ok()
-        .map(Path::to_path_buf)
-        .or_else(|| {
-            let f = std::fs::canonicalize(file).ok()?;
-            let r = std::fs::canonicalize(&p.bundle_root).ok()?;
-            f.strip_prefix(&r).ok().map(Path::to_path_buf)
-        })?;
-    let rel = rel.to_str()?.replace('\\', "/");
-    (rel.ends_with(".md") && !rel.is_empty()).then_some(rel)
-}
-
 fn post_tool_use(event: &Value) -> Option<Value> {
     let tool = event["tool_name"].as_str().unwrap_or("");
     if !matches!(tool, "Write" | "Edit" | "MultiEdit") {
@@ -189,7 +174,7 @@ fn post_tool_use(event: &Value) -> Option<Value> {
         Err(e) => return Some(could_not_run(file, &e)),
     };
     let file = discover::absolute(&start_dir(event).join(file));
-    let rel = bundle_relative(&p, &file)?;
+    let rel = crate::shared::bundle_relative(&p, &file).filter(|r| r.ends_with(".md"))?;
     let bytes = match std::fs::read(&file) {
         Ok(b) => b,
         Err(e) => return Some(could_not_run(&rel, &format!("cannot read it ({e})"))),
@@ -197,7 +182,11 @@ fn post_tool_use(event: &Value) -> Option<Value> {
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let now =
         okfit_store::clock::resolve_now(None).unwrap_or_else(|_| okfit_store::clock::wall_clock());
-    let report = okfit_core::bundle::validate_texts(&[(rel.clone(), text.clone())], &p.config, now);
+    // What `okfit validate --file` reports for it, without the git tier.
+    let report = match okfit_knowledge::project::validate_file(&p, &rel, now, true) {
+        Ok(r) => r,
+        Err(e) => return Some(could_not_run(&rel, &e.to_string())),
+    };
     let errors: Vec<String> = report
         .diagnostics
         .iter()

@@ -71,6 +71,24 @@ pub fn bundle_project(common: &Common) -> Result<Project, Error> {
     Ok(p)
 }
 
+/// The bundle-relative path of `file` (absolute, or relative to the
+/// working directory) when it is under the project's bundle root,
+/// compared lexically, then with links resolved.
+pub fn bundle_relative(p: &Project, file: &Path) -> Option<String> {
+    let file = discover::absolute(file);
+    let rel = file
+        .strip_prefix(&p.bundle_root)
+        .ok()
+        .map(Path::to_path_buf)
+        .or_else(|| {
+            let f = std::fs::canonicalize(&file).ok()?;
+            let r = std::fs::canonicalize(&p.bundle_root).ok()?;
+            f.strip_prefix(&r).ok().map(Path::to_path_buf)
+        })?;
+    let rel = rel.to_str()?.replace('\\', "/");
+    (!rel.is_empty()).then_some(rel)
+}
+
 /// A path shown relative to the working directory when under it.
 pub fn shown(p: &Path) -> String {
     let cwd = std::env::current_dir().ok();

@@ -828,3 +828,55 @@ fn session_start_orients_the_agent_within_its_budget() {
         .unwrap()
         .contains("okfit init"));
 }
+
+// ------------------------------------------------------------------------
+// validate --file
+// ------------------------------------------------------------------------
+
+#[test]
+fn validate_file_reports_the_full_runs_findings_for_that_file() {
+    let sb = Sb::new();
+    sb.write("p/okfit.toml", CFG);
+    sb.write("p/okf/index.md", "# Note\n\n* [A](a.md)\n* [B](b.md)\n");
+    sb.write(
+        "p/okf/a.md",
+        &concept(
+            "A",
+            "status: odd\n",
+            "See [B](b.md#usage), [B](b.md#nope) and [gone](gone.md).",
+        ),
+    );
+    sb.write("p/okf/b.md", &concept("B", "", "## Usage\n\nText."));
+    sb.write("p/okf/c.md", "---\ntitle: no type\n---\n");
+    let full = validate_json(&sb, "p", &[]);
+    for (arg, rel) in [
+        ("okf/a.md", "a.md"),
+        ("a.md", "a.md"),
+        ("okf/c.md", "c.md"),
+        ("okf/index.md", "index.md"),
+    ] {
+        let one = validate_json(&sb, "p", &["--file", arg]);
+        let expected: Vec<&Value> = full["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["file"] == rel)
+            .collect();
+        let got: Vec<&Value> = one["diagnostics"].as_array().unwrap().iter().collect();
+        assert_eq!(got, expected, "{arg}");
+    }
+    let a = validate_json(&sb, "p", &["--file", "okf/a.md"]);
+    let codes_a = codes(&a);
+    assert!(codes_a.contains(&"broken-links".to_string()), "{a}");
+    assert_eq!(a["summary"]["concepts"], 1);
+    // c.md's conformance error decides the exit code of its own run only.
+    assert_eq!(sb.okfit("p", &["validate", "--file", "okf/a.md"]).code, 0);
+    assert_eq!(sb.okfit("p", &["validate", "--file", "okf/c.md"]).code, 2);
+    let out = sb.okfit("p", &["validate", "--file", "README.md"]);
+    out.expect_code(64);
+    assert!(
+        out.stderr.contains("is not a file of the bundle"),
+        "{}",
+        out.stderr
+    );
+}

@@ -248,7 +248,7 @@ pub(crate) struct ValidateArgs {
     #[serde(default)]
     pub documents: Option<Vec<UnsavedDocument>>,
     #[schemars(
-        description = "Only the diagnostics of this bundle-relative file (for example modules/core.md)."
+        description = "Only this bundle-relative file's diagnostics (for example modules/core.md), reading only what they depend on; the summary then counts that file."
     )]
     #[serde(default)]
     pub file: Option<String>,

@@ -215,14 +215,22 @@ pub const VALIDATE_PAGE: usize = 200;
 
 fn validate_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
     let a: ValidateArgs = parse(args)?;
+    let offset = a.offset.unwrap_or(0) as usize;
+    let limit = a.limit.map_or(VALIDATE_PAGE, |l| l as usize);
+    let file = a
+        .file
+        .as_deref()
+        .map(|f| f.trim_start_matches("./").trim_start_matches('/'));
+    if let (Some(rel), None) = (file, &a.documents) {
+        // One file on disk: only what its findings depend on is read.
+        let now = now_arg(a.now.as_deref())?;
+        let p = live.project()?;
+        let report = project::validate_file(&p, rel, now, false)?;
+        let envelope = report::to_value(&report, &project::meta(&p, "@okfit/mcp"));
+        return Ok(page_diagnostics(envelope, None, a.severity, offset, limit));
+    }
     let envelope = validate(live, args, "@okfit/mcp")?;
-    Ok(page_diagnostics(
-        envelope,
-        a.file.as_deref(),
-        a.severity,
-        a.offset.unwrap_or(0) as usize,
-        a.limit.map_or(VALIDATE_PAGE, |l| l as usize),
-    ))
+    Ok(page_diagnostics(envelope, file, a.severity, offset, limit))
 }
 
 /// Narrows the envelope's diagnostics to `file` and `min` severity, then

@@ -10,12 +10,14 @@
 //!   round trips and the server's peak RSS (`VmHWM`) after them; and what
 //!   the Claude Code plugin's hooks cost there: `okfit context --format
 //!   json` (the session-start orientation reads only the config) and
-//!   `okfit hook post-tool-use` after a `Write` of one concept, each spawn →
-//!   exit, 21 runs after one warm-up.
+//!   `okfit hook post-tool-use` after a `Write` of one concept, and
+//!   `okfit validate --file` on that concept, each spawn → exit, 21 runs
+//!   after one warm-up.
 //!
 //! `--json PATH` also writes the figures as JSON. Targets (at 10,000
 //! concepts): start-up < 10 ms; warm list/get < 1 ms; first call < 300 ms;
-//! RSS < 100 MB; at 20,000: `okfit context` < 10 ms.
+//! RSS < 100 MB; at 20,000: `okfit context` < 10 ms, `okfit validate
+//! --file` < 30 ms.
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
@@ -155,6 +157,7 @@ struct SizeResult {
     rss: f64,
     context: Pct,
     hook: Pct,
+    file: Pct,
 }
 
 /// Wall time of `okfit ARGS` in `dir` with `input` on stdin, spawn → exit:
@@ -257,6 +260,13 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
     })
     .to_string();
     let hook = time_cli(&okfit, dir, &["hook", "post-tool-use"], &event)?;
+    let rel = format!("{}/{mid_id}.md", generator::BUNDLE_DIR);
+    let file = time_cli(
+        &okfit,
+        dir,
+        &["validate", "--file", &rel, "--format", "json"],
+        "",
+    )?;
     Ok(SizeResult {
         concepts: n,
         first: Pct::of(&firsts),
@@ -265,6 +275,7 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
         rss,
         context,
         hook,
+        file,
     })
 }
 
@@ -312,6 +323,7 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
         let rss = format!("server peak RSS, {at}");
         let context = format!("okfit context, {at}");
         let hook = format!("okfit hook post-tool-use, {at}");
+        let file = format!("okfit validate --file, {at}");
         println!(
             "{first:<44}{:8.1} ms {:8.1} ms   {}",
             r.first.p50,
@@ -342,11 +354,16 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
             r.context.p50, r.context.p95
         );
         println!("{hook:<44}{:8.2} ms {:8.2} ms", r.hook.p50, r.hook.p95);
+        let file_target = if r.concepts == 20_000 { "< 30 ms" } else { "" };
+        println!(
+            "{file:<44}{:8.2} ms {:8.2} ms   {file_target}",
+            r.file.p50, r.file.p95
+        );
         if r.concepts == TARGET_CONCEPTS {
             met &= r.first.p50 < 300.0 && r.list.p50 < 1.0 && r.get.p50 < 1.0 && r.rss < 100.0;
         }
         if r.concepts == 20_000 {
-            met &= r.context.p50 < 10.0;
+            met &= r.context.p50 < 10.0 && r.file.p50 < 30.0;
         }
     }
     if args.sizes.contains(&TARGET_CONCEPTS) {
@@ -370,6 +387,7 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
                     "rss_mb": r.rss,
                     "context_ms": r.context.json(CLI_RUNS),
                     "hook_ms": r.hook.json(CLI_RUNS),
+                    "file_ms": r.file.json(CLI_RUNS),
                 })
             })
             .collect();
