@@ -30,6 +30,19 @@ pub enum HookCommand {
     PostToolUse,
 }
 
+/// One declared field of a type: its allowed values, or that it holds a path.
+fn field_line(f: &Value) -> String {
+    let name = f["name"].as_str().unwrap_or("");
+    if let Some(values) = f["values"].as_array().filter(|v| !v.is_empty()) {
+        let names: Vec<&str> = values.iter().filter_map(|v| v["name"].as_str()).collect();
+        return format!("  - {name}: one of {}\n", names.join(", "));
+    }
+    if f["kind"] == "path" {
+        return format!("  - {name}: a concept id or a path relative to the concept\n");
+    }
+    String::new()
+}
+
 /// Runs a hook; the exit code is always 0.
 pub fn run(h: HookCommand) -> i32 {
     let mut input = String::new();
@@ -129,6 +142,9 @@ pub fn orientation(p: &Project) -> String {
             }
             s.push_str(&line);
             s.push('\n');
+            for f in t["fields"].as_array().into_iter().flatten() {
+                s.push_str(&field_line(f));
+            }
         }
     }
     if let Some(tags) = env["tags"].as_array().filter(|t| !t.is_empty()) {

@@ -807,6 +807,10 @@ fn session_start_orients_the_agent_within_its_budget() {
         "{ctx}"
     );
     assert!(ctx.contains("- Decision: "), "{ctx}");
+    assert!(
+        ctx.contains("  - kind: one of workspace, package, website"),
+        "{ctx}"
+    );
     assert!(ctx.contains("by: okfit/claude-code"), "{ctx}");
     assert!(
         ctx.contains(&index[..12_000]),
