@@ -60,7 +60,10 @@ impl Session {
                 return Err(format!("server closed before answering {method}"));
             }
             if line.contains(&want) {
-                if line.contains("\"error\"") || line.contains("\"isError\":true") {
+                // A JSON-RPC error answer is `{"jsonrpc":"2.0","id":N,"error":…}`;
+                // the word "error" elsewhere (a schema's enum) is not one.
+                let failed = line.contains(&format!("\"id\":{id},\"error\":"));
+                if failed || line.contains("\"isError\":true") {
                     return Err(format!("{method} failed: {}", line.trim()));
                 }
                 return Ok(line);

@@ -239,33 +239,37 @@ pub fn validate_file(
         let full = validate(project, &loaded, skip_provenance);
         return Ok(only(full, rel, 1));
     }
-    let mut assets: Vec<String> = walked
+    let assets: Vec<String> = walked
         .files
         .into_iter()
         .map(|(p, _)| p)
         .filter(|p| p != rel)
         .collect();
     // Targets whose headings a `#fragment` link is checked against.
-    let seen = Bundle::from_parts(vec![target.clone()], assets.clone());
+    let mut b = Bundle::from_parts(vec![target], assets);
     let mut linked: Vec<String> = vec![];
-    for link in &target.links {
-        if let bundle::Resolution::Node {
-            kind: bundle::NodeKind::File,
-            id,
-            fragment: Some(_),
-        } = seen.resolve(rel, &link.raw, link.field)
-        {
-            if bundle::is_document(&id) && !linked.contains(&id) {
-                linked.push(id);
+    if let Some(t) = b.doc(rel) {
+        for link in &t.links {
+            if let bundle::Resolution::Node {
+                kind: bundle::NodeKind::File,
+                id,
+                fragment: Some(_),
+            } = b.resolve(rel, &link.raw, link.field)
+            {
+                if bundle::is_document(&id) && !linked.contains(&id) {
+                    linked.push(id);
+                }
             }
         }
     }
-    let mut docs = vec![target];
-    for path in &linked {
-        docs.push(doc::parse(path, &read(path)?, &popts));
+    if !linked.is_empty() {
+        let (mut docs, mut assets) = b.into_parts();
+        for path in &linked {
+            docs.push(doc::parse(path, &read(path)?, &popts));
+        }
+        assets.retain(|a| !linked.contains(a));
+        b = Bundle::from_parts(docs, assets);
     }
-    assets.retain(|a| !linked.contains(a));
-    let b = Bundle::from_parts(docs, assets);
     let is_concept = usize::from(b.doc(rel).is_some_and(|d| d.concept.is_some()));
     let extra = if skip_provenance {
         vec![]
