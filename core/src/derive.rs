@@ -27,6 +27,25 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// A relative link target as Markdown reads it: spaces, parentheses,
+/// angle brackets and `%` percent-encoded (okfit decodes them again when
+/// it resolves the link).
+pub fn link_target(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '%' => out.push_str("%25"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Renders an `index.md`: the root's `okf_version` header when
 /// `okf_version` is given, one `# <Type>` section per type (types and
 /// entries sorted by code unit), then `# Subdirectories`. Nothing to list
@@ -48,7 +67,11 @@ pub fn render_index(
     for group in sorted.chunk_by(|a, b| a.type_name == b.type_name) {
         let mut s = format!("# {}\n\n", group[0].type_name);
         for e in group {
-            s.push_str(&format!("* [{}]({})", escape(&e.title), e.target));
+            s.push_str(&format!(
+                "* [{}]({})",
+                escape(&e.title),
+                link_target(&e.target)
+            ));
             if let Some(d) = e.description.as_deref() {
                 let folded = d.split_whitespace().collect::<Vec<_>>().join(" ");
                 if !folded.is_empty() {
@@ -65,7 +88,7 @@ pub fn render_index(
         dirs.dedup();
         let mut s = "# Subdirectories\n\n".to_string();
         for d in dirs {
-            s.push_str(&format!("* [{}]({d}/index.md)\n", escape(d)));
+            s.push_str(&format!("* [{}]({}/index.md)\n", escape(d), link_target(d)));
         }
         sections.push(s);
     }
@@ -189,6 +212,19 @@ mod tests {
         assert_eq!(
             render_index(Some("0.2"), &[], &[]),
             "---\nokf_version: \"0.2\"\n---\n"
+        );
+    }
+
+    #[test]
+    fn targets_with_spaces_stay_links() {
+        let out = render_index(
+            None,
+            &[e("Note", "A", "my note (v2).md", None)],
+            &["old docs".into()],
+        );
+        assert_eq!(
+            out,
+            "# Note\n\n* [A](my%20note%20%28v2%29.md)\n\n# Subdirectories\n\n* [old docs](old%20docs/index.md)\n"
         );
     }
 

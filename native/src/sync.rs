@@ -453,8 +453,12 @@ fn log(cx: &Ctx, b: &Bundle, repo: &RepoState) -> Result<Outcome, Error> {
                     let title = titles.get(path.as_str()).map(|t| derive::escape(t));
                     match (s, title) {
                         ('D', _) => Some(format!("Removed `{path}`")),
-                        ('A', Some(t)) => Some(format!("Added [{t}]({path})")),
-                        (_, Some(t)) => Some(format!("Updated [{t}]({path})")),
+                        ('A', Some(t)) => {
+                            Some(format!("Added [{t}]({})", derive::link_target(&path)))
+                        }
+                        (_, Some(t)) => {
+                            Some(format!("Updated [{t}]({})", derive::link_target(&path)))
+                        }
                         (_, None) => None, // changed then removed since
                     }
                 })
