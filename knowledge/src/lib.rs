@@ -14,6 +14,7 @@ pub mod project;
 pub mod remote;
 mod tenant;
 mod view;
+pub mod warm;
 pub mod wire;
 
 pub use kb::Knowledge;

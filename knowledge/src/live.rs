@@ -27,6 +27,8 @@ pub struct Live {
     /// A folder connection this view may serve from (see [`Live::sharing`]).
     shared: Option<Arc<Knowledge>>,
     state: Mutex<State>,
+    /// The last validation, kept for the next ([`Live::validate`]).
+    warm: Mutex<crate::warm::Warm>,
 }
 
 #[derive(Default)]
@@ -58,6 +60,7 @@ impl Live {
             start,
             shared: None,
             state: Mutex::new(State::default()),
+            warm: Mutex::new(crate::warm::Warm::default()),
         }
     }
 
@@ -106,6 +109,19 @@ impl Live {
             (Some((p, _)), Some(kb)) => Ok((p.clone(), kb.clone())),
             _ => Err(Error::Io("bundle not loaded".into())),
         }
+    }
+
+    /// Validates the project's bundle at `now` as `okfit validate` does,
+    /// re-reading and re-checking only what changed since the last call.
+    pub fn validate(
+        &self,
+        now: okfit_core::time::Instant,
+        skip_provenance: bool,
+    ) -> Result<(Project, okfit_core::bundle::Report), Error> {
+        let project = self.project()?;
+        let mut warm = self.warm.lock().unwrap_or_else(|p| p.into_inner());
+        let report = warm.validate(&project, now, skip_provenance)?;
+        Ok((project, report))
     }
 
     /// Brings the bundle up to date, scans the bodies `bodies` asks for,

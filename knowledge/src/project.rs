@@ -95,22 +95,7 @@ pub fn load_walked(
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }
-    let extra = walked
-        .unreadable
-        .into_iter()
-        .filter_map(|d| {
-            cfg.severity("walk-unreadable").map(|severity| Diagnostic {
-                source: Tier::Lint,
-                file: d.clone(),
-                code: "walk-unreadable",
-                severity,
-                message: format!(
-                    "directory \"{d}\" could not be read; its files are not part of the bundle"
-                ),
-                range: None,
-            })
-        })
-        .collect();
+    let extra = walk_findings(cfg, walked.unreadable);
     let assets = assets.into_iter().map(|(p, _)| p).collect();
     let bundle = Bundle::assemble(docs, assets, |path| {
         match overlay.iter().find(|(p, _)| p == path) {
@@ -132,6 +117,28 @@ pub fn load_walked(
     })
 }
 
+/// The `walk-unreadable` findings of the directories a walk could not read.
+pub(crate) fn walk_findings(
+    cfg: &okfit_core::config::Config,
+    unreadable: Vec<String>,
+) -> Vec<Diagnostic> {
+    unreadable
+        .into_iter()
+        .filter_map(|d| {
+            cfg.severity("walk-unreadable").map(|severity| Diagnostic {
+                source: Tier::Lint,
+                file: d.clone(),
+                code: "walk-unreadable",
+                severity,
+                message: format!(
+                    "directory \"{d}\" could not be read; its files are not part of the bundle"
+                ),
+                range: None,
+            })
+        })
+        .collect()
+}
+
 /// The envelope's metadata for a report on `project` made by `producer`
 /// (`okfit` for the CLI and the Node addon's `validate()`, `@okfit/mcp` for
 /// the MCP tool).
@@ -147,13 +154,24 @@ pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
 /// Validates a loaded bundle, adding the git tier of `generated-at-drift`
 /// unless `skip_provenance`.
 pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Report {
+    let extra = extra_findings(project, loaded, skip_provenance);
+    bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
+        docs.par_iter().map(check).collect()
+    })
+}
+
+/// The findings made outside the core: the walk's, and the git tier of
+/// `generated-at-drift` unless `skip_provenance`.
+pub(crate) fn extra_findings(
+    project: &Project,
+    loaded: &Loaded,
+    skip_provenance: bool,
+) -> Vec<Diagnostic> {
     let mut extra = loaded.extra.clone();
     if !skip_provenance {
         extra.extend(git_drift(project, &loaded.bundle, loaded.repo.as_ref()));
     }
-    bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
-        docs.par_iter().map(check).collect()
-    })
+    extra
 }
 
 /// The git tier of `generated-at-drift` over the bundle's concepts that

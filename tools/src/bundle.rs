@@ -400,6 +400,11 @@ pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refu
         .into_iter()
         .map(|d| (d.path, d.text))
         .collect();
+    if documents.is_empty() {
+        // Files on disk only: the warm run re-checks what changed.
+        let (p, report) = live.validate(now, false)?;
+        return Ok(report::to_value(&report, &project::meta(&p, producer)));
+    }
     let p = live.project()?;
     let loaded = project::load(
         &p,

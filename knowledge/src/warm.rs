@@ -1,0 +1,293 @@
+//! Warm re-validation for a long-lived process (the MCP server's
+//! `validate_bundle`): the last run's parsed documents and per-document
+//! findings are kept, and the next run re-reads only the files whose
+//! length or modification time moved (and the concepts whose
+//! `stale_after` lies between the two runs' `now`), re-checks only the
+//! documents those changes can affect, and re-runs the bundle-level rules.
+//! The report equals a cold run's ([`crate::project::validate`]).
+//!
+//! What a change can affect: the changed file's own findings; the links of
+//! the documents that point at it with a `#fragment` (its headings and
+//! whether it is a concept); Surface and Publication checks (globs over
+//! paths, digests of other files). A file added or removed changes how
+//! links resolve anywhere, so it re-checks every document's links (still
+//! without re-reading them).
+
+use crate::project::{load_walked, LoadOptions};
+use okfit_core::bundle::{self, Bundle, Report};
+use okfit_core::diag::Diagnostic;
+use okfit_core::doc::{self, Document, ParseOptions};
+use okfit_core::time::Instant;
+use okfit_store::discover::Project;
+use okfit_store::error::Error;
+use okfit_store::walk;
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+/// A file's length and modification time.
+type Stamp = (u64, Option<SystemTime>);
+
+/// What the last run kept.
+struct Kept {
+    /// The config the documents were parsed with (its debug text).
+    config: String,
+    bundle_root: PathBuf,
+    now: Instant,
+    /// Stamps of the Markdown files parsed.
+    stamps: HashMap<String, Stamp>,
+    bundle: Bundle,
+    /// Each document's findings (its own, links, surface, publication).
+    per_doc: HashMap<String, Vec<Diagnostic>>,
+}
+
+/// The kept state of warm re-validation; empty until the first run.
+#[derive(Default)]
+pub struct Warm {
+    kept: Option<Kept>,
+    last: Work,
+}
+
+/// What the last run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// It parsed everything (first run, or the config or bundle moved).
+    pub cold: bool,
+    /// Files read and parsed.
+    pub parsed: usize,
+    /// Documents whose checks ran (the rest reused their findings).
+    pub checked: usize,
+}
+
+fn stamp_of(path: &std::path::Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()))
+}
+
+impl Warm {
+    /// What the last [`Warm::validate`] did.
+    pub fn last(&self) -> Work {
+        self.last
+    }
+
+    /// Validates `project`'s bundle at `now` as [`crate::project::validate`]
+    /// would, reusing what the last call kept where nothing changed.
+    pub fn validate(
+        &mut self,
+        project: &Project,
+        now: Instant,
+        skip_provenance: bool,
+    ) -> Result<Report, Error> {
+        let root = &project.bundle_root;
+        let walked = walk::walk(root)?;
+        let config = format!("{:?}", project.config);
+        let kept = self
+            .kept
+            .take()
+            .filter(|k| k.config == config && &k.bundle_root == root);
+        let Some(kept) = kept else {
+            return self.cold(project, walked, now, skip_provenance, config);
+        };
+        self.warm(project, walked, now, skip_provenance, kept)
+    }
+
+    fn cold(
+        &mut self,
+        project: &Project,
+        walked: walk::Walked,
+        now: Instant,
+        skip_provenance: bool,
+        config: String,
+    ) -> Result<Report, Error> {
+        let stamps = md_stamps(&walked);
+        let loaded = load_walked(
+            project,
+            walked,
+            &LoadOptions {
+                now: Some(now),
+                git: !skip_provenance,
+                ..LoadOptions::default()
+            },
+        )?;
+        let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
+        let mut per_doc = HashMap::new();
+        let report =
+            bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
+                let out: Vec<Vec<Diagnostic>> = docs.par_iter().map(check).collect();
+                per_doc = docs
+                    .iter()
+                    .zip(&out)
+                    .map(|(d, v)| (d.path.clone(), v.clone()))
+                    .collect();
+                out
+            });
+        let n = loaded.bundle.docs.len();
+        self.last = Work {
+            cold: true,
+            parsed: n,
+            checked: n,
+        };
+        self.kept = Some(Kept {
+            config,
+            bundle_root: project.bundle_root.clone(),
+            now,
+            stamps,
+            bundle: loaded.bundle,
+            per_doc,
+        });
+        Ok(report)
+    }
+
+    fn warm(
+        &mut self,
+        project: &Project,
+        walked: walk::Walked,
+        now: Instant,
+        skip_provenance: bool,
+        kept: Kept,
+    ) -> Result<Report, Error> {
+        let root = &project.bundle_root;
+        let cfg = &project.config;
+        let stamps = md_stamps(&walked);
+        let (lo, hi) = if kept.now <= now {
+            (kept.now, now)
+        } else {
+            (now, kept.now)
+        };
+        // Files to read again: changed, added, or crossing stale_after.
+        let mut reread: HashSet<String> = stamps
+            .iter()
+            .filter(|(p, s)| kept.stamps.get(*p) != Some(s))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for (d, c) in kept.bundle.concepts() {
+            if c.stale_after.is_some_and(|sa| lo < sa && sa <= hi) {
+                reread.insert(d.path.clone());
+            }
+        }
+        let removed: HashSet<String> = kept
+            .stamps
+            .keys()
+            .filter(|p| !stamps.contains_key(*p))
+            .cloned()
+            .collect();
+        let assets: Vec<String> = walked
+            .files
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| !bundle::is_document(p))
+            .collect();
+        let (old_docs, old_assets) = kept.bundle.into_parts();
+        let structure_changed = removed.len()
+            + stamps
+                .keys()
+                .filter(|p| !kept.stamps.contains_key(*p))
+                .count()
+            > 0
+            || old_assets != assets;
+        let popts = ParseOptions::validation(cfg, Some(now));
+        let fresh: Vec<Document> = reread
+            .par_iter()
+            .map(|rel| {
+                let bytes = std::fs::read(root.join(rel)).map_err(|e| Error::FileUnreadable {
+                    rel: rel.clone(),
+                    root: root.clone(),
+                    source: e,
+                })?;
+                Ok(doc::parse(rel, &bytes, &popts))
+            })
+            .collect::<Result<_, Error>>()?;
+        let mut docs: Vec<Document> = old_docs
+            .into_iter()
+            .filter(|d| !removed.contains(&d.path) && !reread.contains(&d.path))
+            .collect();
+        docs.extend(fresh);
+        let b = Bundle::assemble(docs, assets, |path| {
+            std::fs::read(root.join(path))
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .map_err(|e| Error::FileUnreadable {
+                    rel: path.to_string(),
+                    root: root.clone(),
+                    source: e,
+                })
+        })?;
+        // Documents whose checks must run again.
+        let recheck: HashSet<String> = b
+            .docs
+            .par_iter()
+            .filter(|d| {
+                structure_changed
+                    || reread.contains(&d.path)
+                    || d.concept
+                        .as_ref()
+                        .is_some_and(|c| c.surface_glob.is_some() || c.publication.is_some())
+                    || links_into(&b, d, &reread)
+            })
+            .map(|d| d.path.clone())
+            .collect();
+        let loaded = crate::project::Loaded {
+            bundle: b,
+            extra: crate::project::walk_findings(cfg, walked.unreadable),
+            repo: None,
+        };
+        let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
+        let mut per_doc = HashMap::new();
+        let report = bundle::validate_with(&loaded.bundle, cfg, extra, |docs, check| {
+            let out: Vec<Vec<Diagnostic>> = docs
+                .par_iter()
+                .map(|d| match kept.per_doc.get(&d.path) {
+                    Some(v) if !recheck.contains(&d.path) => v.clone(),
+                    _ => check(d),
+                })
+                .collect();
+            per_doc = docs
+                .iter()
+                .zip(&out)
+                .map(|(d, v)| (d.path.clone(), v.clone()))
+                .collect();
+            out
+        });
+        self.last = Work {
+            cold: false,
+            parsed: reread.len(),
+            checked: recheck.len(),
+        };
+        self.kept = Some(Kept {
+            config: kept.config,
+            bundle_root: kept.bundle_root,
+            now,
+            stamps,
+            bundle: loaded.bundle,
+            per_doc,
+        });
+        Ok(report)
+    }
+}
+
+/// Stamps of the walk's Markdown files.
+fn md_stamps(walked: &walk::Walked) -> HashMap<String, Stamp> {
+    walked
+        .files
+        .par_iter()
+        .filter(|(p, _)| bundle::is_document(p))
+        .filter_map(|(p, abs)| Some((p.clone(), stamp_of(abs)?)))
+        .collect()
+}
+
+/// Whether a body link of `d` with a `#fragment` leads to one of `paths`.
+fn links_into(b: &Bundle, d: &Document, paths: &HashSet<String>) -> bool {
+    d.links.iter().any(|l| {
+        l.raw.contains('#')
+            && match b.resolve(&d.path, &l.raw, l.field) {
+                bundle::Resolution::Node { kind, id, .. } => {
+                    let path = match kind {
+                        bundle::NodeKind::Concept => format!("{id}.md"),
+                        _ => id,
+                    };
+                    paths.contains(&path)
+                }
+                _ => false,
+            }
+    })
+}

@@ -1,0 +1,162 @@
+//! Warm re-validation (`Warm`, behind the MCP server's `validate_bundle`)
+//! against cold runs: after every kind of change, the warm report equals a
+//! fresh `okfit validate` of the same files.
+
+use okfit_core::time::Instant;
+use okfit_knowledge::project::{self, LoadOptions};
+use okfit_knowledge::warm::{Warm, Work};
+use okfit_store::discover::{self, Project};
+use std::path::{Path, PathBuf};
+
+const DAY: i64 = 86_400_000;
+/// 2026-09-01T00:00:00Z.
+const NOW: Instant = Instant(1_788_220_800_000);
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+fn cold(p: &Project, now: Instant) -> String {
+    let loaded = project::load(
+        p,
+        &LoadOptions {
+            now: Some(now),
+            git: true,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let r = project::validate(p, &loaded, false);
+    format!("{:#?}\n{:?}", r.diagnostics, r.summary)
+}
+
+fn warm(w: &mut Warm, p: &Project, now: Instant) -> String {
+    let r = w.validate(p, now, false).unwrap();
+    format!("{:#?}\n{:?}", r.diagnostics, r.summary)
+}
+
+struct Case {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+}
+
+impl Case {
+    fn bundle(&self, rel: &str) -> PathBuf {
+        self.project.join("bundle").join(rel)
+    }
+
+    /// Writes `text` so that the new stamp differs even within one tick of
+    /// the file system's clock (the length changes, or time moves on).
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.bundle(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let before = std::fs::metadata(&p).ok();
+        std::fs::write(&p, text).unwrap();
+        if let Some(b) = before {
+            let after = std::fs::metadata(&p).unwrap();
+            if b.len() == after.len() && b.modified().ok() == after.modified().ok() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                std::fs::write(&p, text).unwrap();
+            }
+        }
+    }
+
+    fn project(&self) -> Project {
+        discover::resolve(Some(&self.project), &self.project, None).unwrap()
+    }
+}
+
+fn case() -> Case {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("project");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/mcp/project"),
+        &project,
+    );
+    Case { _dir: dir, project }
+}
+
+#[test]
+fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
+    let c = case();
+    let mut w = Warm::default();
+    let p = c.project();
+    let check = |w: &mut Warm, what: &str, now: Instant| {
+        let p = c.project();
+        assert_eq!(warm(w, &p, now), cold(&p, now), "after {what}");
+    };
+    check(&mut w, "the first run", NOW);
+    assert!(w.last().cold);
+    check(&mut w, "nothing", NOW);
+    let nothing = Work {
+        cold: false,
+        parsed: 0,
+        checked: 0,
+    };
+    assert_eq!(w.last(), nothing);
+    // A concept other concepts link to with #fragments: its headings change.
+    c.write(
+        "notes/target.md",
+        "---\ntype: Skill\ntitle: Target\n---\n\n# Target\n\n## Usage\n\nText.\n",
+    );
+    c.write(
+        "notes/linker.md",
+        "---\ntype: Skill\ntitle: Linker\n---\n\n# Linker\n\n[ok](target.md#usage) [bad](target.md#nope) [gone](missing.md)\n",
+    );
+    check(&mut w, "adding two files", NOW);
+    c.write(
+        "notes/target.md",
+        "---\ntype: Skill\ntitle: Target\n---\n\n# Target\n\n## Nope\n\nRenamed heading.\n",
+    );
+    check(&mut w, "renaming a heading the linker points at", NOW);
+    // Only the target is read again; it and its linker are checked again.
+    let one = Work {
+        cold: false,
+        parsed: 1,
+        checked: 2,
+    };
+    assert_eq!(w.last(), one);
+    c.write("notes/target.md", "---\ntype: [\n---\n\n# Target\n");
+    check(&mut w, "breaking the target's frontmatter", NOW);
+    c.write(
+        "notes/missing.md",
+        "---\ntype: Skill\ntitle: Missing\n---\n# Missing\n",
+    );
+    check(&mut w, "creating a broken link's target", NOW);
+    std::fs::remove_file(c.bundle("notes/missing.md")).unwrap();
+    check(&mut w, "removing it again", NOW);
+    std::fs::write(c.bundle("notes/diagram.png"), b"png").unwrap();
+    c.write(
+        "notes/linker.md",
+        "---\ntype: Skill\ntitle: Linker\n---\n\n# Linker\n\n![d](diagram.png) [self](#linker) [bad](#none)\n",
+    );
+    check(&mut w, "an asset and self links", NOW);
+    // stale_after between two runs' now: the same files, another finding.
+    c.write(
+        "notes/aging.md",
+        "---\ntype: Skill\ntitle: Aging\nstale_after: 2026-09-10T00:00:00Z\n---\n# Aging\n",
+    );
+    check(&mut w, "a concept going stale later", NOW);
+    check(
+        &mut w,
+        "time passing its stale_after",
+        Instant(NOW.0 + 30 * DAY),
+    );
+    check(&mut w, "time going back before it", NOW);
+    // The config changes: everything is parsed again.
+    let cfg = c.project.join(".config/okfit.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("{text}\n[lint]\nbroken_links = \"error\"\n")).unwrap();
+    check(&mut w, "a config change", NOW);
+    assert!(w.last().cold);
+    let _ = p;
+}
