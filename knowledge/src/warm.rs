@@ -233,12 +233,22 @@ impl Warm {
         };
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut per_doc = HashMap::new();
+        let mut cached = kept.per_doc;
         let report = bundle::validate_with(&loaded.bundle, cfg, extra, |docs, check| {
-            let out: Vec<Vec<Diagnostic>> = docs
+            // The checks that must run, in parallel; the rest are moved
+            // out of the kept findings, not copied.
+            let mut fresh: HashMap<&str, Vec<Diagnostic>> = docs
                 .par_iter()
-                .map(|d| match kept.per_doc.get(&d.path) {
-                    Some(v) if !recheck.contains(&d.path) => v.clone(),
-                    _ => check(d),
+                .filter(|d| recheck.contains(&d.path) || !cached.contains_key(&d.path))
+                .map(|d| (d.path.as_str(), check(d)))
+                .collect();
+            let out: Vec<Vec<Diagnostic>> = docs
+                .iter()
+                .map(|d| {
+                    fresh
+                        .remove(d.path.as_str())
+                        .or_else(|| cached.remove(&d.path))
+                        .unwrap_or_default()
                 })
                 .collect();
             per_doc = docs

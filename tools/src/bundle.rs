@@ -4,7 +4,8 @@
 use crate::args::{IdArgs, ListArgs, MinSeverity, NoArgs, StaleArgs, ValidateArgs};
 use crate::schema::derived;
 use crate::{parse, Access, Group, Run, ToolDef};
-use okfit_core::bundle::{Bundle, IdError};
+use okfit_core::bundle::{Bundle, IdError, Report};
+use okfit_core::diag::Diagnostic;
 use okfit_core::query::{self, ListFilter};
 use okfit_core::report;
 use okfit_core::time::{self, Instant};
@@ -221,45 +222,50 @@ fn validate_run(live: &Live, args: &Value) -> Result<Value, Refusal> {
         .file
         .as_deref()
         .map(|f| f.trim_start_matches("./").trim_start_matches('/'));
-    if let (Some(rel), None) = (file, &a.documents) {
-        // One file on disk: only what its findings depend on is read.
-        let now = now_arg(a.now.as_deref())?;
-        let p = live.project()?;
-        let report = project::validate_file(&p, rel, now, false)?;
-        let envelope = report::to_value(&report, &project::meta(&p, "@okfit/mcp"));
-        return Ok(page_diagnostics(envelope, None, a.severity, offset, limit));
+    let (p, report, file) = match (file, &a.documents) {
+        (Some(rel), None) => {
+            // One file on disk: only what its findings depend on is read.
+            let now = now_arg(a.now.as_deref())?;
+            let p = live.project()?;
+            let report = project::validate_file(&p, rel, now, false)?;
+            (p, report, None)
+        }
+        _ => {
+            let (p, report) = validate_report(live, args)?;
+            (p, report, file)
+        }
+    };
+    let (report, page) = page_diagnostics(report, file, a.severity, offset, limit);
+    let mut envelope = report::to_value(&report, &project::meta(&p, "@okfit/mcp"));
+    if let Some(page) = page {
+        envelope["page"] = page;
     }
-    let envelope = validate(live, args, "@okfit/mcp")?;
-    Ok(page_diagnostics(envelope, file, a.severity, offset, limit))
+    Ok(envelope)
 }
 
-/// Narrows the envelope's diagnostics to `file` and `min` severity, then
-/// to one page of `limit` from `offset` (in the CLI's order). The summary
-/// still counts the whole run; when anything is left out, a `page` field
-/// says how much and where to continue. With nothing left out the
+/// Narrows the report's diagnostics to `file` and `min` severity, then to
+/// one page of `limit` from `offset` (in the CLI's order). The summary
+/// still counts the whole run; when anything is left out, the `page`
+/// field says how much and where to continue. With nothing left out the
 /// envelope is the CLI's, unchanged.
 fn page_diagnostics(
-    mut envelope: Value,
+    report: Report,
     file: Option<&str>,
     min: Option<MinSeverity>,
     offset: usize,
     limit: usize,
-) -> Value {
-    let Some(all) = envelope["diagnostics"].as_array_mut().map(std::mem::take) else {
-        return envelope;
-    };
-    let total = all.len();
-    let file = file.map(|f| f.trim_start_matches("./").trim_start_matches('/'));
-    let matching: Vec<Value> = all
+) -> (Report, Option<Value>) {
+    let total = report.diagnostics.len();
+    let matching: Vec<Diagnostic> = report
+        .diagnostics
         .into_iter()
-        .filter(|d| file.is_none_or(|f| d["file"] == f))
-        .filter(|d| min.is_none_or(|m| m.keeps(d["severity"].as_str().unwrap_or(""))))
+        .filter(|d| file.is_none_or(|f| d.file == f))
+        .filter(|d| min.is_none_or(|m| m.keeps(d.severity.as_str())))
         .collect();
     let count = matching.len();
-    let page: Vec<Value> = matching.into_iter().skip(offset).take(limit).collect();
+    let page: Vec<Diagnostic> = matching.into_iter().skip(offset).take(limit).collect();
     let returned = page.len();
-    envelope["diagnostics"] = Value::Array(page);
-    if returned < total {
+    let info = (returned < total).then(|| {
         let next = (offset + returned < count).then_some(offset + returned);
         let mut note =
             format!("{returned} of {count} matching diagnostics returned ({total} in all).");
@@ -268,7 +274,7 @@ fn page_diagnostics(
                 " Call validate_bundle again with offset: {n} for more, or narrow with file or severity."
             ));
         }
-        envelope["page"] = json!({
+        json!({
             "offset": offset,
             "limit": limit,
             "returned": returned,
@@ -276,9 +282,13 @@ fn page_diagnostics(
             "total": total,
             "next_offset": next,
             "note": note,
-        });
-    }
-    envelope
+        })
+    });
+    let trimmed = Report {
+        diagnostics: page,
+        summary: report.summary,
+    };
+    (trimmed, info)
 }
 
 /// `describe_vocabulary`'s shape (reference §1.4).
@@ -393,6 +403,12 @@ fn get(p: &Project, b: &Bundle, id: &str) -> Result<Value, Refusal> {
 /// serves, with `args`' unsaved documents overlaid and `producer` named
 /// in it (the Node addon's `validate()` calls this directly).
 pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refusal> {
+    let (p, report) = validate_report(live, args)?;
+    Ok(report::to_value(&report, &project::meta(&p, producer)))
+}
+
+/// The report of [`validate`], with the project it was made on.
+fn validate_report(live: &Live, args: &Value) -> Result<(Project, Report), Refusal> {
     let ValidateArgs { now, documents, .. } = parse(args)?;
     let now = now_arg(now.as_deref())?;
     let documents: Vec<(String, String)> = documents
@@ -402,8 +418,7 @@ pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refu
         .collect();
     if documents.is_empty() {
         // Files on disk only: the warm run re-checks what changed.
-        let (p, report) = live.validate(now, false)?;
-        return Ok(report::to_value(&report, &project::meta(&p, producer)));
+        return Ok(live.validate(now, false)?);
     }
     let p = live.project()?;
     let loaded = project::load(
@@ -416,5 +431,5 @@ pub fn validate(live: &Live, args: &Value, producer: &str) -> Result<Value, Refu
         },
     )?;
     let report = project::validate(&p, &loaded, false);
-    Ok(report::to_value(&report, &project::meta(&p, producer)))
+    Ok((p, report))
 }
