@@ -100,13 +100,7 @@ pub fn load_walked(
     let bundle = Bundle::assemble(docs, assets, |path| {
         match overlay.iter().find(|(p, _)| p == path) {
             Some((_, t)) => Ok(t.to_string()),
-            None => std::fs::read(root.join(path))
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .map_err(|e| Error::FileUnreadable {
-                    rel: path.to_string(),
-                    root: root.clone(),
-                    source: e,
-                }),
+            None => read_text(root, path),
         }
     })?;
     let repo = repo.map(|h| h.join().ok().flatten());
@@ -115,6 +109,36 @@ pub fn load_walked(
         extra,
         repo,
     })
+}
+
+/// The text of the bundle file `rel` (invalid UTF-8 replaced).
+pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Result<String, Error> {
+    std::fs::read(root.join(rel))
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .map_err(|e| Error::FileUnreadable {
+            rel: rel.to_string(),
+            root: root.to_path_buf(),
+            source: e,
+        })
+}
+
+/// [`load_walked`] for a validation at `now` (with the git tier unless
+/// `skip_provenance`).
+pub(crate) fn load_for_validation(
+    project: &Project,
+    walked: walk::Walked,
+    now: Instant,
+    skip_provenance: bool,
+) -> Result<Loaded, Error> {
+    load_walked(
+        project,
+        walked,
+        &LoadOptions {
+            now: Some(now),
+            git: !skip_provenance,
+            ..LoadOptions::default()
+        },
+    )
 }
 
 /// The `walk-unreadable` findings of the directories a walk could not read.
@@ -245,15 +269,7 @@ pub fn validate_file(
         cfg.profile.is_some() && (c.type_name == "Project" || c.publication.is_some())
     });
     if needs_all {
-        let loaded = load_walked(
-            project,
-            walked,
-            &LoadOptions {
-                now: Some(now),
-                git: !skip_provenance,
-                ..LoadOptions::default()
-            },
-        )?;
+        let loaded = load_for_validation(project, walked, now, skip_provenance)?;
         let full = validate(project, &loaded, skip_provenance);
         return Ok(only(full, rel, 1));
     }

@@ -13,7 +13,7 @@
 //! links resolve anywhere, so it re-checks every document's links (still
 //! without re-reading them).
 
-use crate::project::{load_walked, LoadOptions};
+use crate::project::{load_for_validation, read_text};
 use okfit_core::bundle::{self, Bundle, Report};
 use okfit_core::diag::Diagnostic;
 use okfit_core::doc::{self, Document, ParseOptions};
@@ -101,25 +101,13 @@ impl Warm {
         config: String,
     ) -> Result<Report, Error> {
         let stamps = md_stamps(&walked);
-        let loaded = load_walked(
-            project,
-            walked,
-            &LoadOptions {
-                now: Some(now),
-                git: !skip_provenance,
-                ..LoadOptions::default()
-            },
-        )?;
+        let loaded = load_for_validation(project, walked, now, skip_provenance)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut per_doc = HashMap::new();
         let report =
             bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
                 let out: Vec<Vec<Diagnostic>> = docs.par_iter().map(check).collect();
-                per_doc = docs
-                    .iter()
-                    .zip(&out)
-                    .map(|(d, v)| (d.path.clone(), v.clone()))
-                    .collect();
+                per_doc = by_path(docs, &out);
                 out
             });
         let n = loaded.bundle.docs.len();
@@ -203,15 +191,7 @@ impl Warm {
             .filter(|d| !removed.contains(&d.path) && !reread.contains(&d.path))
             .collect();
         docs.extend(fresh);
-        let b = Bundle::assemble(docs, assets, |path| {
-            std::fs::read(root.join(path))
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .map_err(|e| Error::FileUnreadable {
-                    rel: path.to_string(),
-                    root: root.clone(),
-                    source: e,
-                })
-        })?;
+        let b = Bundle::assemble(docs, assets, |path| read_text(root, path))?;
         // Documents whose checks must run again.
         let recheck: HashSet<String> = b
             .docs
@@ -251,11 +231,7 @@ impl Warm {
                         .unwrap_or_default()
                 })
                 .collect();
-            per_doc = docs
-                .iter()
-                .zip(&out)
-                .map(|(d, v)| (d.path.clone(), v.clone()))
-                .collect();
+            per_doc = by_path(docs, &out);
             out
         });
         self.last = Work {
@@ -273,6 +249,14 @@ impl Warm {
         });
         Ok(report)
     }
+}
+
+/// Each document's findings, by path, to keep for the next run.
+fn by_path(docs: &[Document], out: &[Vec<Diagnostic>]) -> HashMap<String, Vec<Diagnostic>> {
+    docs.iter()
+        .zip(out)
+        .map(|(d, v)| (d.path.clone(), v.clone()))
+        .collect()
 }
 
 /// Stamps of the walk's Markdown files.
