@@ -105,6 +105,17 @@ pub fn format_millis(i: Instant) -> String {
     }
 }
 
+/// Formats as `YYYY-MM-DDTHH:MM:SSZ`, the milliseconds dropped: how okfit
+/// writes the instants it records (`generated.at`, `verified[].at`).
+pub fn format_seconds(i: Instant) -> String {
+    let whole = Instant(i.0 - i.0.rem_euclid(1000));
+    let s = format_millis(whole);
+    match s.strip_suffix(".000Z") {
+        Some(head) => format!("{head}Z"),
+        None => s,
+    }
+}
+
 /// Whole days from `from` to `to`, floored (0 when `to < from`).
 pub fn whole_days(from: Instant, to: Instant) -> i64 {
     (to.0 - from.0).max(0) / 86_400_000
@@ -139,6 +150,18 @@ mod tests {
         assert_eq!(
             whole_days(Instant(0), Instant(10 * 86_400_000 + 43_200_000)),
             10
+        );
+    }
+
+    #[test]
+    fn formats_whole_seconds() {
+        assert_eq!(
+            format_seconds(Instant(1_788_220_800_999)),
+            "2026-09-01T00:00:00Z"
+        );
+        assert_eq!(
+            format_seconds(Instant(1_788_220_801_000)),
+            "2026-09-01T00:00:01Z"
         );
     }
 }

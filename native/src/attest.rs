@@ -120,7 +120,7 @@ pub fn verify(a: VerifyArgs) -> Result<i32, Error> {
         None => resolve_now(None)?,
     };
     let at_instant = Instant(at.0 - at.0.rem_euclid(1000));
-    let at = time::format_millis(at_instant).replace(".000Z", "Z");
+    let at = time::format_seconds(at_instant);
     let (name, email) = okfit_store::git::identity(&p.project_root);
     let by = actor::human_from_git(name.as_deref(), email.as_deref(), &p.config.humans)
         .ok_or_else(|| Error::Uneditable(actor::NO_HUMAN_MESSAGE.into()))?;

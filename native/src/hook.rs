@@ -61,12 +61,8 @@ pub fn run(h: HookCommand) -> i32 {
 /// The project directory of a hook event: `OKFIT_PROJECT_DIR`, else
 /// `CLAUDE_PROJECT_DIR`, else the event's `cwd`, else the working directory.
 fn start_dir(event: &Value) -> PathBuf {
-    for var in ["OKFIT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
-        if let Ok(v) = std::env::var(var) {
-            if !v.trim().is_empty() {
-                return PathBuf::from(v.trim());
-            }
-        }
+    if let Some(dir) = discover::env_dir() {
+        return dir;
     }
     match event["cwd"].as_str() {
         Some(c) if !c.is_empty() => PathBuf::from(c),
@@ -233,7 +229,7 @@ fn agent_guard(p: &Project, rel: &str, text: &str, tool: &str) -> Option<Value> 
     if fm.get("generated").and_then(|g| g.get("by")).is_some() {
         return None;
     }
-    let now = time::format_millis(okfit_store::clock::wall_clock()).replace(".000Z", "Z");
+    let now = time::format_seconds(okfit_store::clock::wall_clock());
     let msg = format!(
         "{rel}: generated.by is missing; this project's agent actor is {agent}. Add to the frontmatter:\n  generated:\n    by: {agent}\n    at: {now}"
     );

@@ -90,12 +90,6 @@ impl Outcome {
     }
 }
 
-/// The instant as `generated.at` writes it: whole seconds, UTC.
-fn iso_seconds(at: Instant) -> String {
-    let s = time::format_millis(Instant(at.0 - at.0.rem_euclid(1000)));
-    s.replace(".000Z", "Z")
-}
-
 struct Ctx<'a> {
     p: &'a Project,
     root: Root,
@@ -138,17 +132,17 @@ pub fn sync(a: SyncArgs) -> Result<i32, Error> {
         dry_run: a.dry_run,
     };
     let repo = git::state(&p.bundle_root);
+    // One load serves every mode: stamping changes no title, type or
+    // description, which is all the index and the log read.
+    let b = load(&p)?;
     let mut out: BTreeMap<Mode, Outcome> = BTreeMap::new();
     if modes.contains(&Mode::Generated) {
-        let b = load(&p)?;
         out.insert(Mode::Generated, generated(&cx, &b, &repo, a.staged, now)?);
     }
     if modes.contains(&Mode::Index) {
-        let b = load(&p)?;
         out.insert(Mode::Index, index(&cx, &b)?);
     }
     if modes.contains(&Mode::Log) {
-        let b = load(&p)?;
         out.insert(Mode::Log, log(&cx, &b, &repo)?);
     }
     if a.staged && !a.dry_run {
@@ -295,7 +289,7 @@ fn generated(
         let digest = file_body_digest(&text);
         match splice::stamp_generated(
             &text,
-            &iso_seconds(at),
+            &time::format_seconds(at),
             &digest,
             cx.p.config.agent.as_deref(),
         ) {

@@ -226,13 +226,16 @@ pub fn require_bundle(p: &Project) -> Result<(), Error> {
 /// `CLAUDE_PROJECT_DIR`, else the working directory. Empty, blank and
 /// unexpanded `${CLAUDE_PROJECT_DIR}` values are skipped.
 pub fn env_start() -> PathBuf {
-    for var in ["OKFIT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
-        if let Ok(v) = std::env::var(var) {
-            let t = v.trim();
-            if !t.is_empty() && t != "${CLAUDE_PROJECT_DIR}" {
-                return PathBuf::from(t);
-            }
-        }
-    }
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
+    env_dir().unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+}
+
+/// The project directory the environment names: `OKFIT_PROJECT_DIR`,
+/// else `CLAUDE_PROJECT_DIR` (empty, blank and unexpanded values skipped).
+pub fn env_dir() -> Option<PathBuf> {
+    ["OKFIT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .map(|v| v.trim().to_string())
+        .find(|t| !t.is_empty() && t != "${CLAUDE_PROJECT_DIR}")
+        .map(PathBuf::from)
 }

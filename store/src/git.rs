@@ -321,7 +321,7 @@ pub fn drift(
             severity,
             message: format!(
                 "generated.at is {state}; the last body change was {} ({})",
-                time::format_millis(*derived).replace(".000Z", "Z"),
+                time::format_seconds(*derived),
                 &sha[..sha.len().min(7)]
             ),
             range: None,
