@@ -228,6 +228,40 @@ const WORDS: &[&str] = &[
     "approval",
 ];
 
+/// What the concepts' frontmatter looks like.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// About 500 bytes of YAML: type, title, description, tags, a flow
+    /// `generated`, sometimes one `verified`, status, `stale_after`, one
+    /// source.
+    #[default]
+    Standard,
+    /// About 1.3 KB of YAML with every frontmatter family: aliases, a block
+    /// `generated` with its true `body_sha256`, a `verified` list, a
+    /// `usage_window`, three sources (with author, `last_modified`,
+    /// `usage_count` and a nested `usage_window`), and nested maps of
+    /// custom keys in block and flow style. The bodies are the standard
+    /// shape's, byte for byte.
+    FrontmatterHeavy,
+}
+
+impl Shape {
+    /// The name `--shape` takes and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::Standard => "standard",
+            Shape::FrontmatterHeavy => "frontmatter-heavy",
+        }
+    }
+
+    /// The shape named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Shape::Standard, Shape::FrontmatterHeavy]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// Parameters of one generated bundle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GenParams {
@@ -237,6 +271,8 @@ pub struct GenParams {
     pub folders: usize,
     /// PRNG seed.
     pub seed: u64,
+    /// The frontmatter's shape.
+    pub shape: Shape,
 }
 
 impl GenParams {
@@ -246,6 +282,7 @@ impl GenParams {
             concepts,
             folders,
             seed: DEFAULT_SEED,
+            shape: Shape::Standard,
         }
     }
 
@@ -274,8 +311,12 @@ impl GenParams {
     /// A one-line description of everything that determines the output; two
     /// bundles with equal stamps are byte-identical.
     pub fn stamp(&self) -> String {
+        let shape = match self.shape {
+            Shape::Standard => String::new(),
+            s => format!(" shape={}", s.name()),
+        };
         format!(
-            "{GENERATOR_ID} rev={FORMAT_REVISION} concepts={} folders={} seed={}\n",
+            "{GENERATOR_ID} rev={FORMAT_REVISION} concepts={} folders={} seed={}{shape}\n",
             self.concepts, self.folders, self.seed
         )
     }
@@ -614,7 +655,162 @@ fn render_concept(
         }
     }
     out.push_str(&footnote);
+    if params.shape == Shape::FrontmatterHeavy {
+        make_heavy(id, params, &meta.title, out);
+        return (link_count, broken, true, stale);
+    }
     (link_count, broken, verified, stale)
+}
+
+/// Rewrites a standard concept's frontmatter into the heavy shape; the
+/// body is left as it is. The extra values come from their own stream.
+fn make_heavy(id: usize, params: &GenParams, title: &str, out: &mut String) {
+    let Some(end) = out[4..].find("\n---\n").map(|i| i + 5) else {
+        return;
+    };
+    let mut rng = SplitMix64::stream(params.seed, id as u64, 3);
+    let (from, to) = (days_from_civil(2026, 8, 1), now_days());
+    let mut fm = String::with_capacity(1600);
+    let mut verified = false;
+    let mut lines = out[4..end].lines();
+    while let Some(line) = lines.next() {
+        if let Some(rest) = line.strip_prefix("generated: { by: ") {
+            let (by, at) = rest
+                .trim_end_matches(" }")
+                .split_once(", at: ")
+                .unwrap_or((rest, ""));
+            let _ = writeln!(
+                fm,
+                "generated:\n  by: {by}\n  at: {at}\n  body_sha256: {DIGEST_SLOT}"
+            );
+            heavy_aliases(title, &mut rng, &mut fm);
+        } else if line == "verified:" {
+            let entry = lines.next().unwrap_or("");
+            let at = entry
+                .rsplit("at: ")
+                .next()
+                .unwrap_or("")
+                .trim_end_matches(" }");
+            heavy_verified(at, from, to, &mut rng, &mut fm);
+            verified = true;
+        } else {
+            if line.starts_with("status:") && !verified {
+                let mut at = String::new();
+                push_datetime(&mut rng, from, to, &mut at);
+                heavy_verified(&at, from, to, &mut rng, &mut fm);
+                verified = true;
+            }
+            fm.push_str(line);
+            fm.push('\n');
+        }
+    }
+    heavy_sources_and_maps(id, params, &mut rng, &mut fm);
+    out.replace_range(4..end, &fm);
+    let digest = okfit_core::doc::file_body_digest(out);
+    if let Some(i) = out.find(DIGEST_SLOT) {
+        out.replace_range(i..i + DIGEST_SLOT.len(), &digest);
+    }
+}
+
+/// Stands for `generated.body_sha256` until the body is written.
+const DIGEST_SLOT: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+const PEOPLE: [&str; 6] = ["alice", "bob", "chen", "dana", "eve", "farid"];
+
+fn heavy_aliases(title: &str, rng: &mut SplitMix64, out: &mut String) {
+    let short: Vec<&str> = title.split(' ').take(2).collect();
+    let _ = write!(
+        out,
+        "aliases:\n  - {}\n  - \"{}\"\n",
+        slug(title),
+        short.join(" ")
+    );
+    if rng.chance(500) {
+        let _ = writeln!(out, "  - '{}''s figures'", short.join(" "));
+    }
+}
+
+fn heavy_verified(first: &str, from: i64, to: i64, rng: &mut SplitMix64, out: &mut String) {
+    let _ = writeln!(out, "verified:\n  - by: human:alice\n    at: {first}");
+    for _ in 0..rng.range(1, 2) {
+        let who = rng.pick(&PEOPLE).copied().unwrap_or("bob");
+        out.push_str("  - by: \"human:");
+        out.push_str(who);
+        out.push_str("\"\n    at: ");
+        push_datetime(rng, from, to, out);
+        out.push('\n');
+    }
+}
+
+/// Two more sources (a sibling concept and an upstream page with every
+/// source field), a `usage_window`, and custom nested maps.
+fn heavy_sources_and_maps(id: usize, params: &GenParams, rng: &mut SplitMix64, out: &mut String) {
+    let other = (id + 1 + rng.below(params.concepts.max(2) as u64 - 1) as usize) % params.concepts;
+    let _ = writeln!(
+        out,
+        "  - id: src-2\n    resource: ../{}/{}\n    title: 'Related: concept {other}'",
+        folder_name(folder_of(other, params)),
+        concept_file(other)
+    );
+    let who = rng.pick(&PEOPLE).copied().unwrap_or("bob");
+    let _ = write!(
+        out,
+        "  - id: src-3\n    resource: https://wiki.example.com/pages/{id}?rev={}\n    title: Upstream wiki page {id}\n    author: human:{who}\n    last_modified: ",
+        rng.below(900) + 100
+    );
+    push_datetime(
+        rng,
+        days_from_civil(2025, 1, 1),
+        days_from_civil(2026, 6, 1),
+        out,
+    );
+    let _ = write!(
+        out,
+        "\n    usage_count: {}\n    usage_window:\n      from: ",
+        rng.below(5000)
+    );
+    push_datetime(
+        rng,
+        days_from_civil(2026, 1, 1),
+        days_from_civil(2026, 3, 1),
+        out,
+    );
+    out.push_str("\n      to: ");
+    push_datetime(
+        rng,
+        days_from_civil(2026, 3, 1),
+        days_from_civil(2026, 8, 1),
+        out,
+    );
+    out.push_str("\nusage_window: { from: ");
+    push_datetime(
+        rng,
+        days_from_civil(2026, 1, 1),
+        days_from_civil(2026, 3, 1),
+        out,
+    );
+    out.push_str(", to: ");
+    push_datetime(
+        rng,
+        days_from_civil(2026, 3, 1),
+        days_from_civil(2026, 8, 1),
+        out,
+    );
+    let team = rng.pick(TAGS).copied().unwrap_or("data");
+    let _ = write!(
+        out,
+        " }}\n# Ownership and quality, read by the team's own tooling.\nowner:\n  team: {team}-team\n  contact: \"mailto:{team}@example.com\"\n  escalation:\n    primary: human:{}\n    secondary: human:{}\n",
+        rng.pick(&PEOPLE).copied().unwrap_or("chen"),
+        rng.pick(&PEOPLE).copied().unwrap_or("dana")
+    );
+    let _ = write!(
+        out,
+        "quality:\n  freshness_hours: {}\n  score: 0.{:02}\n  checks: [not_null, unique, fresh]\n  thresholds: {{ warn: {}, fail: {} }}\n  reviewed: true\n",
+        rng.range(1, 72),
+        rng.range(50, 99),
+        rng.range(1, 9),
+        rng.range(10, 50)
+    );
 }
 
 fn render_folder_index(folder: usize, params: &GenParams, metas: &[Meta], out: &mut String) {
@@ -761,6 +957,38 @@ pub fn generate(project_dir: &Path, params: &GenParams) -> io::Result<GenSummary
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heavy_frontmatter_keeps_the_standard_body_and_its_digest() {
+        let standard = GenParams::new(40, 2);
+        let heavy = GenParams {
+            shape: Shape::FrontmatterHeavy,
+            ..standard.clone()
+        };
+        let metas: Vec<Meta> = (0..40).map(|id| make_meta(id, standard.seed)).collect();
+        let (mut a, mut b) = (String::new(), String::new());
+        for id in 0..40 {
+            render_concept(id, &standard, &metas, &mut a);
+            render_concept(id, &heavy, &metas, &mut b);
+            let body = |t: &str| t[4..].split_once("\n---\n").map(|(_, b)| b.to_string());
+            assert_eq!(body(&a), body(&b));
+            let yaml = &b[4..b[4..].find("\n---\n").unwrap() + 5];
+            assert!((1000..2000).contains(&yaml.len()), "{}", yaml.len());
+            for family in [
+                "aliases:",
+                "verified:",
+                "body_sha256: ",
+                "usage_window:",
+                "owner:",
+                "  - id: src-3",
+            ] {
+                assert!(yaml.contains(family), "{family} missing from {yaml}");
+            }
+            let digest = okfit_core::doc::file_body_digest(&b);
+            assert!(yaml.contains(&format!("body_sha256: {digest}")));
+            assert!(!b.contains(DIGEST_SLOT));
+        }
+    }
 
     #[test]
     fn dates_round_trip() {

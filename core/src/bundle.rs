@@ -54,6 +54,10 @@ pub struct Bundle {
     /// Non-Markdown files, sorted.
     pub assets: Vec<String>,
     dirs: HashSet<String>,
+    /// Each document's position in `docs`, by path: link resolution looks
+    /// a path up several times per document, and a hash beats a binary
+    /// search over thousands of scattered paths.
+    by_path: HashMap<String, usize>,
     short: std::sync::OnceLock<ShortIds>,
     by_id: std::sync::OnceLock<Vec<usize>>,
     graph: std::sync::OnceLock<Graph>,
@@ -153,10 +157,16 @@ impl Bundle {
                 d = dirname(d);
             }
         }
+        let by_path = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.path.clone(), i))
+            .collect();
         Bundle {
             docs,
             assets,
             dirs,
+            by_path,
             short: std::sync::OnceLock::new(),
             by_id: std::sync::OnceLock::new(),
             graph: std::sync::OnceLock::new(),
@@ -289,7 +299,7 @@ impl Bundle {
 
     /// Records a body digest computed outside the parse.
     pub fn set_digest(&mut self, path: &str, digest: [u8; 32]) {
-        if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(path)) {
+        if let Some(&i) = self.by_path.get(path) {
             if let Some(c) = self.docs[i].concept.as_mut() {
                 c.body_digest = Some(digest);
             }
@@ -308,7 +318,7 @@ impl Bundle {
     /// Completes a document parsed without its body (see
     /// [`crate::doc::body_links`]): body links follow the frontmatter ones.
     pub fn fill_body(&mut self, path: &str, links: Vec<Link>, slugs: Vec<String>) {
-        if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(path)) {
+        if let Some(&i) = self.by_path.get(path) {
             let d = &mut self.docs[i];
             if d.body_pending {
                 d.links.extend(links);
@@ -321,11 +331,8 @@ impl Bundle {
 
     /// The Markdown document at a bundle-relative path.
     pub fn doc(&self, path: &str) -> Option<&Document> {
-        let i = self
-            .docs
-            .binary_search_by(|d| d.path.as_str().cmp(path))
-            .ok()?;
-        Some(&self.docs[i])
+        let &i = self.by_path.get(path)?;
+        self.docs.get(i).filter(|d| d.path == path)
     }
 
     /// True when `path` is a walked file.

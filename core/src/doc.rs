@@ -300,10 +300,7 @@ pub fn frontmatter_of(text: &str) -> Option<Map<String, Value>> {
     let Split::Present(b) = frontmatter::split(text) else {
         return None;
     };
-    match serde_saphyr::from_str_with_options::<Value>(
-        &text[b.yaml_start..b.yaml_end],
-        yaml_options(),
-    ) {
+    match crate::yaml::parse(&text[b.yaml_start..b.yaml_end]) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
     }
@@ -468,30 +465,10 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
     doc
 }
 
-/// YAML 1.2 booleans only (`yes` stays a string), non-finite floats as
-/// strings, and budgets sized for frontmatter: an alias bomb or a deeply
-/// nested block is refused with a diagnostic long before it costs memory.
-fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
-        strict_booleans: true,
-        non_finite_float_policy: serde_saphyr::NonFiniteFloatPolicy::AsString,
-        budget: serde_saphyr::budget! {
-            max_events: 200_000,
-            max_nodes: 100_000,
-            max_aliases: 10_000,
-            max_anchors: 10_000,
-            max_depth: 64,
-            max_documents: 2,
-            max_total_scalar_bytes: 16 * 1024 * 1024,
-            max_recorded_anchor_bytes: 16 * 1024 * 1024,
-        },
-    }
-}
-
 /// Parses the YAML of a block; a failure is `frontmatter-unparseable`.
 fn decode_yaml(cx: &mut Ctx, b: &frontmatter::Block) -> Option<Value> {
     let yaml = &cx.text[b.yaml_start..b.yaml_end];
-    match serde_saphyr::from_str_with_options::<Value>(yaml, yaml_options()) {
+    match crate::yaml::parse(yaml) {
         Ok(v) => Some(v),
         Err(e) => {
             let msg = yaml_message(&e);

@@ -26,3 +26,4 @@ pub mod scaffold;
 pub mod splice;
 pub mod text;
 pub mod time;
+pub mod yaml;

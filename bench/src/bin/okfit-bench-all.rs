@@ -199,6 +199,14 @@ fn main() -> ExitCode {
         with_10k.push(10_000);
         with_10k.sort_unstable();
     }
+    // Validation's targets name 2,000, 10,000 and 20,000 concepts.
+    let mut validation_sizes = with_10k.clone();
+    for n in [2_000, 20_000] {
+        if !validation_sizes.contains(&n) {
+            validation_sizes.push(n);
+        }
+    }
+    validation_sizes.sort_unstable();
 
     // Two builds, each with the feature set the benchmarks' own `cargo build`
     // and `cargo run` use, so those find nothing to rebuild; the product's
@@ -367,7 +375,9 @@ fn main() -> ExitCode {
             bin("okfit-bench"),
             s("--no-build"),
             s("--sizes"),
-            join(&with_10k),
+            join(&validation_sizes),
+            s("--shapes"),
+            s("standard,frontmatter-heavy"),
             s("--runs"),
             args.runs.to_string(),
             s("--peer-runs"),

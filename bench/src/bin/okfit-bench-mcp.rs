@@ -12,12 +12,18 @@
 //!   json` (the session-start orientation reads only the config) and
 //!   `okfit hook post-tool-use` after a `Write` of one concept, and
 //!   `okfit validate --file` on that concept, each spawn → exit, 21 runs
-//!   after one warm-up.
+//!   after one warm-up;
+//! - `validate_bundle` through the server: the first call after spawn
+//!   (five servers), then warm calls with nothing changed and after one
+//!   concept was rewritten (21 each, alternating two versions of the file,
+//!   which is restored), the default answer's size, and `okfit validate`'s
+//!   own time on the same bundle for comparison.
 //!
 //! `--json PATH` also writes the figures as JSON. Targets (at 10,000
 //! concepts): start-up < 10 ms; warm list/get < 1 ms; first call < 300 ms;
-//! RSS < 100 MB; at 20,000: `okfit context` < 10 ms, `okfit validate
-//! --file` < 30 ms.
+//! RSS < 100 MB; `validate_bundle` after one change < 50 ms, its first
+//! call no slower than `okfit validate`; at 20,000: `okfit context` < 10
+//! ms, `okfit validate --file` < 30 ms.
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
@@ -158,6 +164,79 @@ struct SizeResult {
     context: Pct,
     hook: Pct,
     file: Pct,
+    validate: ValidateResult,
+}
+
+/// `validate_bundle` through the server, and the CLI beside it.
+struct ValidateResult {
+    first: Pct,
+    unchanged: Pct,
+    changed: Pct,
+    answer_bytes: usize,
+    cli: Pct,
+}
+
+/// Validation runs at this instant, as `okfit-bench` does.
+const NOW: &str = "2026-09-01T00:00:00Z";
+
+fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateResult, String> {
+    let call = format!(r#"{{"name":"validate_bundle","arguments":{{"now":"{NOW}"}}}}"#);
+    let mut firsts = vec![];
+    for _ in 1..FIRST_CALL_SERVERS {
+        let mut s = start(bin, dir)?;
+        s.initialize()?;
+        let t = Instant::now();
+        s.request("tools/call", &call)?;
+        firsts.push(ms(t.elapsed()));
+        s.close();
+    }
+    let mut s = start(bin, dir)?;
+    s.initialize()?;
+    let t = Instant::now();
+    let answer = s.request("tools/call", &call)?;
+    firsts.push(ms(t.elapsed()));
+    let mut unchanged = vec![];
+    for _ in 0..CLI_RUNS {
+        let t = Instant::now();
+        s.request("tools/call", &call)?;
+        unchanged.push(ms(t.elapsed()));
+    }
+    let original = std::fs::read(concept).map_err(|e| format!("{}: {e}", concept.display()))?;
+    let mut edited = original.clone();
+    edited.extend_from_slice(b"\nOne more line, written by the benchmark.\n");
+    let mut changed = vec![];
+    let mut result = Ok(());
+    for i in 0..CLI_RUNS {
+        let bytes = if i % 2 == 0 { &edited } else { &original };
+        if let Err(e) = std::fs::write(concept, bytes) {
+            result = Err(format!("{}: {e}", concept.display()));
+            break;
+        }
+        let t = Instant::now();
+        if let Err(e) = s.request("tools/call", &call) {
+            result = Err(e);
+            break;
+        }
+        changed.push(ms(t.elapsed()));
+    }
+    let restored = std::fs::write(concept, &original);
+    s.close();
+    result?;
+    restored.map_err(|e| format!("restoring {}: {e}", concept.display()))?;
+    let okfit = bin.with_file_name("okfit");
+    let cli = time_cli(
+        &okfit,
+        dir,
+        &["validate", "--format", "json", "--now", NOW],
+        "",
+    )?;
+    Ok(ValidateResult {
+        first: Pct::of(&firsts),
+        unchanged: Pct::of(&unchanged),
+        changed: Pct::of(&changed),
+        answer_bytes: answer.len(),
+        cli,
+    })
 }
 
 /// Wall time of `okfit ARGS` in `dir` with `input` on stdin, spawn → exit:
@@ -267,8 +346,11 @@ fn measure_size(bin: &Path, dir: &Path, n: usize) -> Result<SizeResult, String> 
         &["validate", "--file", &rel, "--format", "json"],
         "",
     )?;
+    let concept = dir.join(&rel);
+    let validate = measure_validate(bin, dir, &concept)?;
     Ok(SizeResult {
         concepts: n,
+        validate,
         first: Pct::of(&firsts),
         list: Pct::of(&list),
         get: Pct::of(&get),
@@ -359,7 +441,32 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
             "{file:<44}{:8.2} ms {:8.2} ms   {file_target}",
             r.file.p50, r.file.p95
         );
+        let v = &r.validate;
+        let vfirst = format!("validate_bundle, first call, {at}");
+        let vwarm = format!("validate_bundle, nothing changed, {at}");
+        let vchanged = format!("validate_bundle, one file changed, {at}");
+        let vcli = format!("okfit validate (the CLI), {at}");
+        let vsize = format!("validate_bundle default answer, {at}");
+        println!(
+            "{vfirst:<44}{:8.1} ms {:8.1} ms   {}",
+            v.first.p50,
+            v.first.p95,
+            target("<= the CLI")
+        );
+        println!(
+            "{vwarm:<44}{:8.1} ms {:8.1} ms",
+            v.unchanged.p50, v.unchanged.p95
+        );
+        println!(
+            "{vchanged:<44}{:8.1} ms {:8.1} ms   {}",
+            v.changed.p50,
+            v.changed.p95,
+            target("< 50 ms")
+        );
+        println!("{vcli:<44}{:8.1} ms {:8.1} ms", v.cli.p50, v.cli.p95);
+        println!("{vsize:<44}{:8.1} KB", v.answer_bytes as f64 / 1000.0);
         if r.concepts == TARGET_CONCEPTS {
+            met &= v.changed.p50 < 50.0 && v.first.p50 <= v.cli.p50;
             met &= r.first.p50 < 300.0 && r.list.p50 < 1.0 && r.get.p50 < 1.0 && r.rss < 100.0;
         }
         if r.concepts == 20_000 {
@@ -388,6 +495,13 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
                     "context_ms": r.context.json(CLI_RUNS),
                     "hook_ms": r.hook.json(CLI_RUNS),
                     "file_ms": r.file.json(CLI_RUNS),
+                    "validate_bundle": {
+                        "first_call_ms": r.validate.first.json(FIRST_CALL_SERVERS),
+                        "unchanged_ms": r.validate.unchanged.json(CLI_RUNS),
+                        "one_file_changed_ms": r.validate.changed.json(CLI_RUNS),
+                        "answer_bytes": r.validate.answer_bytes,
+                        "cli_ms": r.validate.cli.json(CLI_RUNS),
+                    },
                 })
             })
             .collect();

@@ -5,18 +5,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use okfit_bench::generator::{self, GenParams, DEFAULT_SEED};
+use okfit_bench::generator::{self, GenParams, Shape, DEFAULT_SEED};
 
 const USAGE: &str = "\
 okfit-gen: write a deterministic synthetic OKF bundle for benchmarks
 
-Usage: okfit-gen --concepts N [--folders D] --out DIR [--seed S]
+Usage: okfit-gen --concepts N [--folders D] --out DIR [--seed S] [--shape SHAPE]
 
   --concepts N   number of concept files (~4 KB each)
   --folders D    number of folders area-000.. (default: N/100 rounded, at least 1)
   --out DIR      project directory; writes DIR/okfit.toml and DIR/okf/
                  (DIR/okf is removed first if it exists)
   --seed S       PRNG seed (default 42)
+  --shape SHAPE  frontmatter: standard (about 500 bytes of YAML, the default)
+                 or frontmatter-heavy (about 1.3 KB, every frontmatter family)
   -h, --help     show this help
 
 The same arguments always produce byte-identical files.
@@ -27,6 +29,7 @@ struct Args {
     folders: Option<usize>,
     out: PathBuf,
     seed: u64,
+    shape: Shape,
 }
 
 fn parse_num<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
@@ -42,6 +45,7 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut folders = None;
     let mut out = None;
     let mut seed = DEFAULT_SEED;
+    let mut shape = Shape::Standard;
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
         let arg = arg
@@ -56,7 +60,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         }
         if !matches!(
             flag.as_str(),
-            "--concepts" | "--folders" | "--out" | "--seed"
+            "--concepts" | "--folders" | "--out" | "--seed" | "--shape"
         ) {
             return Err(format!("unknown argument {arg:?} (see --help)"));
         }
@@ -72,6 +76,11 @@ fn parse_args() -> Result<Option<Args>, String> {
             "--concepts" => concepts = Some(parse_num(&flag, &value)?),
             "--folders" => folders = Some(parse_num(&flag, &value)?),
             "--out" => out = Some(PathBuf::from(value)),
+            "--shape" => {
+                shape = Shape::parse(&value).ok_or_else(|| {
+                    format!("--shape: unknown shape {value:?} (standard, frontmatter-heavy)")
+                })?
+            }
             _ => seed = parse_num(&flag, &value)?,
         }
     }
@@ -80,6 +89,7 @@ fn parse_args() -> Result<Option<Args>, String> {
         folders,
         out: out.ok_or("--out is required (see --help)")?,
         seed,
+        shape,
     }))
 }
 
@@ -102,6 +112,7 @@ fn main() -> ExitCode {
             .folders
             .unwrap_or_else(|| generator::default_folders(args.concepts)),
         seed: args.seed,
+        shape: args.shape,
     };
     let start = Instant::now();
     match generator::generate(&args.out, &params) {
