@@ -11,6 +11,7 @@ use crate::text::{Positions, Range};
 use crate::time::{self, Instant, Parsed};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::fmt::Display;
 
 /// What a Markdown file is in the bundle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -530,8 +531,8 @@ fn offset_of(s: &str, line: usize, column: usize) -> Option<usize> {
 /// Byte span (relative to the YAML text) of a top-level key's value, or of
 /// the key line when the value is empty.
 fn key_span(yaml: &str, key: &str) -> Option<(usize, usize)> {
-    let lines: Vec<(usize, usize)> = crate::text::lines(yaml).map(|(s, e, _)| (s, e)).collect();
-    for (i, &(s, e)) in lines.iter().enumerate() {
+    let mut lines = crate::text::lines(yaml).map(|(s, e, _)| (s, e));
+    while let Some((s, e)) = lines.next() {
         let line = &yaml[s..e];
         let Some(rest) = strip_key(line, key) else {
             continue;
@@ -546,7 +547,7 @@ fn key_span(yaml: &str, key: &str) -> Option<(usize, usize)> {
             Some(e - vt.len())
         };
         let mut end = s + line.trim_end().len();
-        for &(s2, e2) in &lines[i + 1..] {
+        for (s2, e2) in lines.clone() {
             let l2 = &yaml[s2..e2];
             let blank = l2.trim().is_empty();
             if !(blank || l2.starts_with([' ', '\t', '-', '#'])) {
@@ -715,6 +716,30 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
+/// `parent[i]` (or `parent` alone): a field path written only when a
+/// message needs it, so reading a valid concept formats nothing.
+#[derive(Clone, Copy)]
+struct Item<'a>(&'a dyn Display, Option<usize>);
+
+impl Display for Item<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            Some(i) => write!(f, "{}[{i}]", self.0),
+            None => self.0.fmt(f),
+        }
+    }
+}
+
+/// `parent.key`, written only when a message needs it.
+#[derive(Clone, Copy)]
+struct Field<'a>(&'a dyn Display, &'a str);
+
+impl Display for Field<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
 struct Fam<'a, 'b> {
     cx: &'a mut Ctx<'b>,
     block: &'a frontmatter::Block,
@@ -732,12 +757,12 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn invalid(&mut self, top: &str, path: &str, msg: &str) {
+    fn invalid(&mut self, top: &str, path: impl Display, msg: &str) {
         let r = self.key_range(top);
         self.cx.lint("family-invalid", format!("{path}: {msg}"), r);
     }
 
-    fn string(&mut self, top: &str, path: &str, v: &Value) -> Option<String> {
+    fn string(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<String> {
         match v {
             Value::String(s) => Some(s.clone()),
             other => {
@@ -751,7 +776,7 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn timestamp(&mut self, top: &str, path: &str, v: &Value) -> Option<Instant> {
+    fn timestamp(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<Instant> {
         let s = self.string(top, path, v)?;
         match time::parse(&s) {
             Ok(Parsed::Instant(i)) => Some(i),
@@ -773,7 +798,7 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn actor(&mut self, top: &str, path: &str, v: &Value) -> Option<String> {
+    fn actor(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<String> {
         let s = self.string(top, path, v)?;
         match actor::classify(&s) {
             None => {
@@ -796,7 +821,7 @@ impl Fam<'_, '_> {
     fn mapping<'v>(
         &mut self,
         top: &str,
-        path: &str,
+        path: impl Display,
         v: &'v Value,
     ) -> Option<&'v Map<String, Value>> {
         match v {
@@ -812,7 +837,12 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn string_list(&mut self, top: &str, path: &str, v: &Value) -> Option<Vec<String>> {
+    fn string_list(
+        &mut self,
+        top: &str,
+        path: impl Display + Copy,
+        v: &Value,
+    ) -> Option<Vec<String>> {
         let Value::Array(a) = v else {
             self.invalid(
                 top,
@@ -824,7 +854,7 @@ impl Fam<'_, '_> {
         let mut out = vec![];
         let mut ok = true;
         for (i, x) in a.iter().enumerate() {
-            match self.string(top, &format!("{path}[{i}]"), x) {
+            match self.string(top, Item(&path, Some(i)), x) {
                 Some(s) => out.push(s),
                 None => ok = false,
             }
@@ -832,14 +862,14 @@ impl Fam<'_, '_> {
         ok.then_some(out)
     }
 
-    fn usage_window(&mut self, top: &str, path: &str, v: &Value) {
+    fn usage_window(&mut self, top: &str, path: impl Display + Copy, v: &Value) {
         if let Some(m) = self.mapping(top, path, v) {
             for k in ["from", "to"] {
                 match m.get(k) {
                     Some(x) => {
-                        self.timestamp(top, &format!("{path}.{k}"), x);
+                        self.timestamp(top, Field(&path, k), x);
                     }
-                    None => self.invalid(top, &format!("{path}.{k}"), "is required"),
+                    None => self.invalid(top, Field(&path, k), "is required"),
                 }
             }
         }
@@ -888,7 +918,8 @@ fn decode_concept(
     let mut links: Vec<Link> = vec![];
     let mut fm_link = |f: &mut Fam, raw: &str, field: &'static str, top: &str| {
         let yaml = &f.cx.text[yaml_start..yaml_end];
-        let range = match yaml.find(raw).filter(|_| !raw.is_empty()) {
+        let found = memchr::memmem::find(yaml.as_bytes(), raw.as_bytes());
+        let range = match found.filter(|_| !raw.is_empty()) {
             Some(o) => f.cx.range(yaml_start + o, yaml_start + o + raw.len()),
             None => f.key_range(top),
         };
@@ -923,25 +954,25 @@ fn decode_concept(
         match v {
             Value::Array(items) => {
                 for (i, it) in items.iter().enumerate() {
-                    let p = format!("sources[{i}]");
-                    let Some(m) = f.mapping("sources", &p, it) else {
+                    let p = Item(&"sources", Some(i));
+                    let Some(m) = f.mapping("sources", p, it) else {
                         continue;
                     };
                     match m.get("resource") {
                         Some(r) => {
-                            if let Some(r) = f.string("sources", &format!("{p}.resource"), r) {
+                            if let Some(r) = f.string("sources", Field(&p, "resource"), r) {
                                 fm_link(&mut f, &r, "sources.resource", "sources");
                             }
                         }
-                        None => f.invalid("sources", &format!("{p}.resource"), "is required"),
+                        None => f.invalid("sources", Field(&p, "resource"), "is required"),
                     }
                     for k in ["id", "title"] {
                         if let Some(x) = m.get(k) {
-                            f.string("sources", &format!("{p}.{k}"), x);
+                            f.string("sources", Field(&p, k), x);
                         }
                     }
                     if let Some(x) = m.get("author") {
-                        f.actor("sources", &format!("{p}.author"), x);
+                        f.actor("sources", Field(&p, "author"), x);
                     }
                     if let Some(x) = m.get("usage_count") {
                         let ok = x.is_number()
@@ -949,16 +980,16 @@ fn decode_concept(
                         if !ok {
                             f.invalid(
                                 "sources",
-                                &format!("{p}.usage_count"),
+                                Field(&p, "usage_count"),
                                 &format!("expected a number, got {}", json_kind(x)),
                             );
                         }
                     }
                     if let Some(x) = m.get("last_modified") {
-                        f.timestamp("sources", &format!("{p}.last_modified"), x);
+                        f.timestamp("sources", Field(&p, "last_modified"), x);
                     }
                     if let Some(x) = m.get("usage_window") {
-                        f.usage_window("sources", &format!("{p}.usage_window"), x);
+                        f.usage_window("sources", Field(&p, "usage_window"), x);
                     }
                 }
             }
@@ -1026,13 +1057,9 @@ fn decode_concept(
     }
     let mut verified = vec![];
     if let Some(v) = map.get("verified") {
-        let entries: Vec<(String, &Value)> = match v {
-            Value::Array(a) => a
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (format!("verified[{i}]"), x))
-                .collect(),
-            Value::Object(_) => vec![("verified".into(), v)],
+        let entries: Vec<(Option<usize>, &Value)> = match v {
+            Value::Array(a) => a.iter().enumerate().map(|(i, x)| (Some(i), x)).collect(),
+            Value::Object(_) => vec![(None, v)],
             other => {
                 f.invalid(
                     "verified",
@@ -1045,21 +1072,22 @@ fn decode_concept(
                 vec![]
             }
         };
-        for (p, e) in entries {
-            let Some(m) = f.mapping("verified", &p, e) else {
+        for (i, e) in entries {
+            let p = Item(&"verified", i);
+            let Some(m) = f.mapping("verified", p, e) else {
                 continue;
             };
             let by = match m.get("by") {
-                Some(x) => f.actor("verified", &format!("{p}.by"), x),
+                Some(x) => f.actor("verified", Field(&p, "by"), x),
                 None => {
-                    f.invalid("verified", &format!("{p}.by"), "is required");
+                    f.invalid("verified", Field(&p, "by"), "is required");
                     None
                 }
             };
             let at = match m.get("at") {
-                Some(x) => f.timestamp("verified", &format!("{p}.at"), x),
+                Some(x) => f.timestamp("verified", Field(&p, "at"), x),
                 None => {
-                    f.invalid("verified", &format!("{p}.at"), "is required");
+                    f.invalid("verified", Field(&p, "at"), "is required");
                     None
                 }
             };
@@ -1106,25 +1134,21 @@ fn decode_concept(
             match v {
                 Value::Array(a) => {
                     for (i, p) in a.iter().enumerate() {
-                        let path = format!("parameters[{i}]");
-                        if let Some(m) = f.mapping("parameters", &path, p) {
+                        let path = Item(&"parameters", Some(i));
+                        if let Some(m) = f.mapping("parameters", path, p) {
                             for k in ["name", "type"] {
                                 match m.get(k) {
                                     Some(x) => {
-                                        f.string("parameters", &format!("{path}.{k}"), x);
+                                        f.string("parameters", Field(&path, k), x);
                                     }
-                                    None => f.invalid(
-                                        "parameters",
-                                        &format!("{path}.{k}"),
-                                        "is required",
-                                    ),
+                                    None => f.invalid("parameters", Field(&path, k), "is required"),
                                 }
                             }
                             if let Some(x) = m.get("required") {
                                 if !x.is_boolean() {
                                     f.invalid(
                                         "parameters",
-                                        &format!("{path}.required"),
+                                        Field(&path, "required"),
                                         &format!("expected a boolean, got {}", json_kind(x)),
                                     );
                                 }

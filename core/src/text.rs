@@ -100,7 +100,7 @@ pub fn utf16_len(s: &str) -> u32 {
 
 /// Splits `text` into lines, returning `(start, end_without_terminator,
 /// end_with_terminator)` byte offsets. `\n`, `\r\n` and lone `\r` end a line.
-pub fn lines(text: &str) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+pub fn lines(text: &str) -> impl Iterator<Item = (usize, usize, usize)> + Clone + '_ {
     let bytes = text.as_bytes();
     let mut pos = 0usize;
     std::iter::from_fn(move || {

@@ -67,7 +67,7 @@ impl Documents {
         let parsed: Vec<Result<Document, (String, std::io::Error)>> = files
             .into_par_iter()
             .filter(|(rel, _)| bundle::is_document(rel))
-            .map(|(rel, abs)| match std::fs::read(&abs) {
+            .map(|(rel, abs)| match okfit_store::walk::read_file(&abs) {
                 Ok(b) => Ok(doc::parse(&rel, &b, &opts)),
                 Err(e) => Err((rel, e)),
             })
@@ -164,7 +164,7 @@ impl Documents {
         let scanned: Vec<(String, Vec<doc::Link>, Vec<String>)> = pending
             .par_iter()
             .filter_map(|p| {
-                let bytes = std::fs::read(root.join(p)).ok()?;
+                let bytes = okfit_store::walk::read_file(&root.join(p)).ok()?;
                 let (links, slugs) = doc::body_links(&String::from_utf8_lossy(&bytes));
                 Some((p.clone(), links, slugs))
             })

@@ -117,7 +117,7 @@ fn read_files(files: Vec<(String, PathBuf)>) -> Vec<Read> {
         .into_par_iter()
         .filter(|(rel, _)| bundle::is_document(rel))
         .map(|(rel, abs)| {
-            let r = std::fs::read(&abs).map(Arc::from);
+            let r = okfit_store::walk::read_file(&abs).map(Arc::from);
             (rel, r)
         })
         .collect()

@@ -84,7 +84,7 @@ pub fn load_walked(
         .par_iter()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
         .map(|(rel, abs)| {
-            let bytes = std::fs::read(abs).map_err(|e| Error::FileUnreadable {
+            let bytes = okfit_store::walk::read_file(abs).map_err(|e| Error::FileUnreadable {
                 rel: rel.clone(),
                 root: root.clone(),
                 source: e,
@@ -113,7 +113,7 @@ pub fn load_walked(
 
 /// The text of the bundle file `rel` (invalid UTF-8 replaced).
 pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Result<String, Error> {
-    std::fs::read(root.join(rel))
+    okfit_store::walk::read_file(&root.join(rel))
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
         .map_err(|e| Error::FileUnreadable {
             rel: rel.to_string(),
@@ -258,7 +258,7 @@ pub fn validate_file(
     let cfg = &project.config;
     let popts = ParseOptions::validation(cfg, Some(now));
     let read = |path: &str| {
-        std::fs::read(root.join(path)).map_err(|e| Error::FileUnreadable {
+        okfit_store::walk::read_file(&root.join(path)).map_err(|e| Error::FileUnreadable {
             rel: path.to_string(),
             root: root.clone(),
             source: e,

@@ -178,10 +178,12 @@ impl Warm {
         let fresh: Vec<Document> = reread
             .par_iter()
             .map(|rel| {
-                let bytes = std::fs::read(root.join(rel)).map_err(|e| Error::FileUnreadable {
-                    rel: rel.clone(),
-                    root: root.clone(),
-                    source: e,
+                let bytes = okfit_store::walk::read_file(&root.join(rel)).map_err(|e| {
+                    Error::FileUnreadable {
+                        rel: rel.clone(),
+                        root: root.clone(),
+                        source: e,
+                    }
                 })?;
                 Ok(doc::parse(rel, &bytes, &popts))
             })

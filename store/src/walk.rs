@@ -30,6 +30,17 @@ pub fn linked_file(canon_root: &Path, path: &Path) -> Option<PathBuf> {
     (inside && std::fs::metadata(&target).ok()?.is_file()).then_some(target)
 }
 
+/// Reads a walked file whole. Unlike `std::fs::read` it asks the kernel
+/// for no size first: bundle files are small, and one `statx` per file is
+/// a measurable share of reading a large bundle.
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(16 * 1024);
+    file.take(u64::MAX).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Walks `root`.
 pub fn walk(root: &Path) -> Result<Walked, Error> {
     let meta = std::fs::metadata(root).map_err(|e| {
