@@ -153,7 +153,8 @@ impl Bundle {
             .chain(assets.iter().map(String::as_str))
         {
             let mut d = dirname(p);
-            while !d.is_empty() && dirs.insert(d.to_string()) {
+            while !d.is_empty() && !dirs.contains(d) {
+                dirs.insert(d.to_string());
                 d = dirname(d);
             }
         }

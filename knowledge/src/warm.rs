@@ -6,6 +6,10 @@
 //! documents those changes can affect, and re-runs the bundle-level rules.
 //! The report equals a cold run's ([`crate::project::validate`]).
 //!
+//! When nothing under the bundle changed since the last run (the folder
+//! watch of [`okfit_store::watch`] saw no event), the walk and the stamps
+//! are not taken again either.
+//!
 //! What a change can affect: the changed file's own findings; the links of
 //! the documents that point at it with a `#fragment` (its headings and
 //! whether it is a concept); Surface and Publication checks (globs over
@@ -22,12 +26,11 @@ use okfit_store::discover::Project;
 use okfit_store::error::Error;
 use okfit_store::walk;
 use rayon::prelude::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::PathBuf;
-use std::time::SystemTime;
 
-/// A file's length and modification time.
-type Stamp = (u64, Option<SystemTime>);
+use okfit_store::walk::Stamp;
+use okfit_store::watch::Watch;
 
 /// What the last run kept.
 struct Kept {
@@ -40,6 +43,11 @@ struct Kept {
     bundle: Bundle,
     /// Each document's findings (its own, links, surface, publication).
     per_doc: HashMap<String, Vec<Diagnostic>>,
+    /// The walk these stamps came from.
+    walked: walk::Walked,
+    /// Events under the walked directories since the walk (`None` where
+    /// the platform cannot watch: then every run walks).
+    watch: Option<Watch>,
 }
 
 /// The kept state of warm re-validation; empty until the first run.
@@ -60,11 +68,6 @@ pub struct Work {
     pub checked: usize,
 }
 
-fn stamp_of(path: &std::path::Path) -> Option<Stamp> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.len(), m.modified().ok()))
-}
-
 impl Warm {
     /// What the last [`Warm::validate`] did.
     pub fn last(&self) -> Work {
@@ -80,30 +83,68 @@ impl Warm {
         skip_provenance: bool,
     ) -> Result<Report, Error> {
         let root = &project.bundle_root;
-        let walked = walk::walk(root)?;
         let config = format!("{:?}", project.config);
-        let kept = self
+        let mut kept = self
             .kept
             .take()
             .filter(|k| k.config == config && &k.bundle_root == root);
-        let Some(kept) = kept else {
-            return self.cold(project, walked, now, skip_provenance, config);
+        let quiet = kept
+            .as_mut()
+            .is_some_and(|k| k.watch.as_mut().is_some_and(|w| !w.changed()));
+        let (walked, stamps, watch) = match kept.as_mut() {
+            Some(k) if quiet => (
+                std::mem::take(&mut k.walked),
+                // The run compares its stamps with the kept ones.
+                k.stamps.clone(),
+                k.watch.take(),
+            ),
+            _ => match kept.as_mut().and_then(|k| k.watch.take()) {
+                // The watch was on while the files were stamped, so a
+                // change made meanwhile is an event for next time; a new
+                // directory it now covers counts as one too. Stamps taken
+                // by the walk itself cost a fraction of a path lookup each.
+                Some(mut w) => {
+                    let (walked, stamps) = walk::walk_stamped(root)?;
+                    let stamps = md_stamps(&walked, stamps);
+                    let watch = if w.cover(&walked.dirs) {
+                        Some(w)
+                    } else {
+                        Watch::new(&walked.dirs)
+                    };
+                    (walked, stamps, watch)
+                }
+                // Watch every directory before stamping.
+                None => {
+                    let walked = walk::walk(root)?;
+                    let watch = Watch::new(&walked.dirs);
+                    let stamps = md_stamps_now(&walked);
+                    (walked, stamps, watch)
+                }
+            },
         };
-        self.warm(project, walked, now, skip_provenance, kept)
+        let Some(kept) = kept else {
+            return self.cold(
+                project,
+                (walked, stamps, watch),
+                now,
+                skip_provenance,
+                config,
+            );
+        };
+        self.warm(project, (walked, stamps, watch), now, skip_provenance, kept)
     }
 
     fn cold(
         &mut self,
         project: &Project,
-        walked: walk::Walked,
+        (walked, stamps, watch): Looked,
         now: Instant,
         skip_provenance: bool,
         config: String,
     ) -> Result<Report, Error> {
-        let stamps = md_stamps(&walked);
-        let loaded = load_for_validation(project, walked, now, skip_provenance)?;
+        let loaded = load_for_validation(project, walked.clone(), now, skip_provenance)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
-        let mut per_doc = HashMap::new();
+        let mut per_doc = HashMap::default();
         let report =
             bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
                 let out: Vec<Vec<Diagnostic>> = docs.par_iter().map(check).collect();
@@ -123,6 +164,8 @@ impl Warm {
             stamps,
             bundle: loaded.bundle,
             per_doc,
+            walked,
+            watch,
         });
         Ok(report)
     }
@@ -130,14 +173,13 @@ impl Warm {
     fn warm(
         &mut self,
         project: &Project,
-        walked: walk::Walked,
+        (walked, stamps, watch): Looked,
         now: Instant,
         skip_provenance: bool,
         kept: Kept,
     ) -> Result<Report, Error> {
         let root = &project.bundle_root;
         let cfg = &project.config;
-        let stamps = md_stamps(&walked);
         let (lo, hi) = if kept.now <= now {
             (kept.now, now)
         } else {
@@ -188,11 +230,16 @@ impl Warm {
                 Ok(doc::parse(rel, &bytes, &popts))
             })
             .collect::<Result<_, Error>>()?;
+        // Fresh documents take their old places, so the bundle's sort by
+        // path finds the order nearly made.
+        let mut fresh: HashMap<String, Document> =
+            fresh.into_iter().map(|d| (d.path.clone(), d)).collect();
         let mut docs: Vec<Document> = old_docs
             .into_iter()
-            .filter(|d| !removed.contains(&d.path) && !reread.contains(&d.path))
+            .filter(|d| !removed.contains(&d.path))
+            .map(|d| fresh.remove(&d.path).unwrap_or(d))
             .collect();
-        docs.extend(fresh);
+        docs.extend(fresh.into_values());
         let b = Bundle::assemble(docs, assets, |path| read_text(root, path))?;
         // Documents whose checks must run again.
         let recheck: HashSet<String> = b
@@ -210,11 +257,11 @@ impl Warm {
             .collect();
         let loaded = crate::project::Loaded {
             bundle: b,
-            extra: crate::project::walk_findings(cfg, walked.unreadable),
+            extra: crate::project::walk_findings(cfg, walked.unreadable.clone()),
             repo: None,
         };
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
-        let mut per_doc = HashMap::new();
+        let mut per_doc = HashMap::default();
         let mut cached = kept.per_doc;
         let report = bundle::validate_with(&loaded.bundle, cfg, extra, |docs, check| {
             // The checks that must run, in parallel; the rest are moved
@@ -248,10 +295,15 @@ impl Warm {
             stamps,
             bundle: loaded.bundle,
             per_doc,
+            walked,
+            watch,
         });
         Ok(report)
     }
 }
+
+/// The walk, the Markdown files' stamps and the watch a run works from.
+type Looked = (walk::Walked, HashMap<String, Stamp>, Option<Watch>);
 
 /// Each document's findings, by path, to keep for the next run.
 fn by_path(docs: &[Document], out: &[Vec<Diagnostic>]) -> HashMap<String, Vec<Diagnostic>> {
@@ -261,13 +313,24 @@ fn by_path(docs: &[Document], out: &[Vec<Diagnostic>]) -> HashMap<String, Vec<Di
         .collect()
 }
 
-/// Stamps of the walk's Markdown files.
-fn md_stamps(walked: &walk::Walked) -> HashMap<String, Stamp> {
+/// The Markdown files' stamps, as [`walk::walk_stamped`] took them.
+fn md_stamps(walked: &walk::Walked, stamps: Vec<Option<Stamp>>) -> HashMap<String, Stamp> {
+    walked
+        .files
+        .iter()
+        .zip(stamps)
+        .filter(|((p, _), _)| bundle::is_document(p))
+        .filter_map(|((p, _), s)| Some((p.clone(), s?)))
+        .collect()
+}
+
+/// The Markdown files' stamps, taken now.
+fn md_stamps_now(walked: &walk::Walked) -> HashMap<String, Stamp> {
     walked
         .files
         .par_iter()
         .filter(|(p, _)| bundle::is_document(p))
-        .filter_map(|(p, abs)| Some((p.clone(), stamp_of(abs)?)))
+        .filter_map(|(p, abs)| Some((p.clone(), Stamp::of(abs)?)))
         .collect()
 }
 

@@ -16,29 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// What identifies a file version without reading it: length and mtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stamp {
-    /// Length in bytes.
-    pub len: u64,
-    /// Last modification time, where the platform has one.
-    pub modified: Option<std::time::SystemTime>,
-}
-
-impl Stamp {
-    /// The stamp of the file at `p` now.
-    pub fn of(p: &Path) -> Option<Stamp> {
-        std::fs::metadata(p).ok().map(|m| Stamp::from_meta(&m))
-    }
-
-    /// The stamp of a file from its metadata.
-    pub fn from_meta(m: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            len: m.len(),
-            modified: m.modified().ok(),
-        }
-    }
-}
+pub use crate::walk::Stamp;
 
 /// What changed in a folder since the last refresh.
 #[derive(Debug, Default)]
@@ -118,7 +96,7 @@ impl LiveFolder {
         if self.looked && !forced && self.watch.as_mut().is_some_and(|w| !w.changed()) {
             return Ok(None);
         }
-        let walked = walk::walk(&self.root)?;
+        let (walked, stamps) = walk::walk_stamped(&self.root)?;
         // Watch every directory before stamping: a change made while the
         // files are stamped is an event for the next refresh.
         if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
@@ -127,8 +105,8 @@ impl LiveFolder {
         self.looked = true;
         let mut next = BTreeMap::new();
         let mut delta = Delta::default();
-        for (rel, abs) in walked.files {
-            let Some(st) = Stamp::of(&abs) else { continue };
+        for ((rel, abs), st) in walked.files.into_iter().zip(stamps) {
+            let Some(st) = st else { continue };
             if self.stamps.get(&rel) != Some(&st) {
                 delta.changed.push((rel.clone(), abs));
             }
