@@ -457,6 +457,45 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             ("`okfit validate --file` < 30 ms", "file_ms.p50", 30.0),
         ],
     );
+    out.push_str("\n`validate_bundle` through the server (same bundles, `now` fixed): its first call after spawn (five servers), warm calls with nothing changed and after one concept was rewritten (21 each), and `okfit validate --format json` on the same bundle for comparison. Milliseconds, p50 / p95.\n\n");
+    size_table(
+        out,
+        &r,
+        &[
+            ("first call", "validate_bundle.first_call_ms", Col::Pair),
+            ("nothing changed", "validate_bundle.unchanged_ms", Col::Pair),
+            (
+                "one file changed",
+                "validate_bundle.one_file_changed_ms",
+                Col::Pair,
+            ),
+            ("the CLI", "validate_bundle.cli_ms", Col::Pair),
+            (
+                "default answer bytes",
+                "validate_bundle.answer_bytes",
+                Col::Int,
+            ),
+        ],
+    );
+    targets(
+        out,
+        &r,
+        10_000,
+        &[(
+            "one file changed < 50 ms",
+            "validate_bundle.one_file_changed_ms.p50",
+            50.0,
+        )],
+    );
+    if let Some(r10) = r.iter().find(|x| num(x, "concepts") == Some(10_000.0)) {
+        let first = num(r10, "validate_bundle.first_call_ms.p50");
+        let cli = num(r10, "validate_bundle.cli_ms.p50");
+        let _ = writeln!(
+            out,
+            "First call no slower than the CLI at 10,000 concepts: {}.",
+            verdict(first.zip(cli).map(|(f, c)| f <= c))
+        );
+    }
 }
 
 fn store(out: &mut String, inputs: &Inputs) {

@@ -187,7 +187,14 @@ mod tests {
     fn stamps_follow_their_files_through_the_sort() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let files = ["b.md", "a/z.md", "a/b/c.md", "c.txt", "a/a.md", "d/e/f/g.md"];
+        let files = [
+            "b.md",
+            "a/z.md",
+            "a/b/c.md",
+            "c.txt",
+            "a/a.md",
+            "d/e/f/g.md",
+        ];
         for (i, f) in files.iter().enumerate() {
             let p = root.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
