@@ -469,9 +469,17 @@ fn send(
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    stream.flush().unwrap();
+    // One write: a server may answer from the head alone (a 405, say) and
+    // close before it reads the body, as HTTP allows; a body written
+    // separately would then meet a closed socket.
+    let mut request = head.into_bytes();
+    request.extend_from_slice(body);
+    match stream.write_all(&request).and_then(|()| stream.flush()) {
+        Ok(()) => {}
+        // The answer is still there to read.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("cannot send {method} {path}: {e}"),
+    }
 }
 
 /// Parses a whole response read to the end of the connection.
