@@ -379,19 +379,24 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     eprintln!("okfit-mcp serving {shown} over stdio");
     // Parse the bundle while the client is still shaking hands; the first
     // call waits for it instead of starting it.
+    // It runs on the background pool: a call that does not wait for it
+    // (`validate_bundle` parses on its own) keeps the cores.
     let warm = server.clone();
     std::thread::spawn(move || {
-        if warm.tools.project_mode {
-            let _ = warm
-                .tools
-                .live()
-                .read(okfit_knowledge::documents::Bodies::None, |_, _| ());
-        }
-        // The advice is part of the manifest tool's description: computed
-        // ahead only when that tool is offered (it reads every document).
-        if warm.tools.offers("manifest") {
-            let _ = warm.tools.advice();
-        }
+        okfit_store::background::run(|| {
+            if warm.tools.project_mode {
+                let _ = warm
+                    .tools
+                    .live()
+                    .read(okfit_knowledge::documents::Bodies::None, |_, _| ());
+            }
+            // The advice is part of the manifest tool's description:
+            // computed ahead only when that tool is offered (it reads every
+            // document).
+            if warm.tools.offers("manifest") {
+                let _ = warm.tools.advice();
+            }
+        })
     });
     rt.block_on(async move {
         let ((out, inc), pump) = transport::stdio();
@@ -417,10 +422,11 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
                             continue;
                         }
                         let s = watcher_side.clone();
-                        let changed =
-                            tokio::task::spawn_blocking(move || s.tools.concepts_changed())
-                                .await
-                                .unwrap_or(false);
+                        let changed = tokio::task::spawn_blocking(move || {
+                            okfit_store::background::run(|| s.tools.concepts_changed())
+                        })
+                        .await
+                        .unwrap_or(false);
                         if changed && peer.notify_resource_list_changed().await.is_err() {
                             break;
                         }

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod background;
 pub mod beneath;
 pub mod change;
 pub mod clock;
