@@ -121,6 +121,9 @@ impl<'a> Reader<'a> {
 thread_local! {
     /// The dense score accumulator of this thread's searches.
     static DENSE: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The score accumulator of this thread's pruned searches, all zeros
+    /// between them: a search clears only the entries it touched.
+    static ZEROED: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Use a dense score array when the candidate bound is at least
@@ -391,12 +394,27 @@ impl Index {
             // of a large tenant's size is an allocation the allocator
             // hands back to the system each time (page faults, and a TLB
             // flush on every core).
+            let idfs: Vec<f64> = lists.iter().map(|l| idf(l)).collect();
+            if let Some(essential) = self.essential_lists(&lists, &idfs, k, keep, score) {
+                let scored = ZEROED.with(|cell| {
+                    let mut acc = cell.borrow_mut();
+                    if acc.len() < lens.len() {
+                        acc.resize(lens.len(), 0.0);
+                    }
+                    score_candidates(&lists, &idfs, &essential, lens, score, &mut acc)
+                });
+                for (slot, s) in scored {
+                    if s > 0.0 && s >= top.floor && self.present[slot as usize] {
+                        top.offer(slot, s);
+                    }
+                }
+                return top.finish();
+            }
             DENSE.with(|cell| {
                 let mut acc = cell.borrow_mut();
                 acc.clear();
                 acc.resize(n, 0.0);
-                for list in &lists {
-                    let idf = idf(list);
+                for (list, &idf) in lists.iter().zip(&idfs) {
                     for &(slot, tf) in *list {
                         let i = slot as usize;
                         if i < n {
@@ -429,6 +447,148 @@ impl Index {
         }
         top.finish()
     }
+}
+
+impl Index {
+    /// Which of a query's posting lists must be scored in full (MaxScore):
+    /// no document can score more than `idf·(k1+1)` from one term, so when
+    /// the bounds of the commonest terms add up to less than a score some
+    /// `k` kept documents already reach through one term alone, a document
+    /// holding only those terms cannot rank in the top `k`, and those lists
+    /// are read only for the documents of the others. `None` when nothing
+    /// can be skipped that way. The lower bound comes from the shortest
+    /// lists, read while they hold at most a quarter of all postings (and
+    /// at most [`SEED_POSTINGS`]).
+    fn essential_lists(
+        &self,
+        lists: &[&[(u32, f32)]],
+        idfs: &[f64],
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+        score: impl Fn(f64, f32, f32) -> f64,
+    ) -> Option<Vec<bool>> {
+        if lists.len() < 2 {
+            return None;
+        }
+        let budget = (lists.iter().map(|l| l.len()).sum::<usize>() / 4).min(SEED_POSTINGS);
+        let mut by_len: Vec<usize> = (0..lists.len()).collect();
+        by_len.sort_by_key(|&j| lists[j].len());
+        // Single-term scores of the shortest lists' documents: each is a
+        // lower bound of its document's final score, as every term adds a
+        // non-negative part.
+        let mut seen: Vec<(f64, u32)> = Vec::new();
+        for &j in &by_len {
+            if seen.len() >= k || seen.len() + lists[j].len() > budget {
+                break;
+            }
+            for &(slot, tf) in lists[j] {
+                let i = slot as usize;
+                if self.present.get(i).copied().unwrap_or(false) {
+                    seen.push((score(idfs[j], tf, self.lens[i]), slot));
+                }
+            }
+        }
+        let kth = kth_kept(&mut seen, k, keep)?;
+        // A margin far above rounding: sums of bounds and of scores may be
+        // added in different orders.
+        let floor = kth * (1.0 - 1e-9);
+        let mut by_bound: Vec<usize> = (0..lists.len()).collect();
+        by_bound.sort_by(|&a, &b| idfs[a].total_cmp(&idfs[b]));
+        let mut essential = vec![true; lists.len()];
+        let mut skipped = 0.0;
+        for j in by_bound {
+            let bound = idfs[j] * (K1 + 1.0);
+            if skipped + bound >= floor {
+                break;
+            }
+            skipped += bound;
+            essential[j] = false;
+        }
+        essential.contains(&false).then_some(essential)
+    }
+}
+
+/// Postings read at most to find the score some `k` documents reach.
+const SEED_POSTINGS: usize = 4096;
+
+/// The `k`-th best score of distinct kept documents among `seen`
+/// (score, slot) pairs, a document possibly listed more than once; `None`
+/// when there are fewer. `keep` is asked only of the best ones.
+fn kth_kept(seen: &mut [(f64, u32)], k: usize, keep: &dyn Fn(u32) -> bool) -> Option<f64> {
+    if seen.len() < k {
+        return None;
+    }
+    let best_first = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    // The best few first; all of them when those hold too few kept ones.
+    let head = (4 * k).min(seen.len());
+    seen.select_nth_unstable_by(head - 1, best_first);
+    if let Some(s) = kth_of_sorted(&mut seen[..head], k, keep, best_first) {
+        return Some(s);
+    }
+    // The best few held too few kept documents: look at all of them.
+    if head < seen.len() {
+        return kth_of_sorted(seen, k, keep, best_first);
+    }
+    None
+}
+
+/// [`kth_kept`] over `seen` once sorted best first.
+fn kth_of_sorted(
+    seen: &mut [(f64, u32)],
+    k: usize,
+    keep: &dyn Fn(u32) -> bool,
+    order: impl Fn(&(f64, u32), &(f64, u32)) -> std::cmp::Ordering,
+) -> Option<f64> {
+    seen.sort_unstable_by(order);
+    let mut kept: Vec<u32> = Vec::with_capacity(k);
+    for &(s, slot) in seen.iter() {
+        if !kept.contains(&slot) && keep(slot) {
+            kept.push(slot);
+            if kept.len() == k {
+                return Some(s);
+            }
+        }
+    }
+    None
+}
+
+/// Scores, term by term in query order as a full pass does, only the
+/// documents of the essential lists (see [`Index::essential_lists`]): the
+/// other lists count for those documents alone. `acc` is all zeros, at
+/// least as long as `lens`, and is left so.
+fn score_candidates(
+    lists: &[&[(u32, f32)]],
+    idfs: &[f64],
+    essential: &[bool],
+    lens: &[f32],
+    score: impl Fn(f64, f32, f32) -> f64,
+    acc: &mut [f64],
+) -> Vec<(u32, f64)> {
+    let n = lens.len().min(acc.len());
+    let mut flags = vec![0u64; n.div_ceil(64)];
+    let flagged = |flags: &[u64], i: usize| flags[i >> 6] >> (i & 63) & 1 == 1;
+    let mut candidates = Vec::new();
+    for (list, _) in lists.iter().zip(essential).filter(|(_, e)| **e) {
+        for &(slot, _) in *list {
+            let i = slot as usize;
+            if i < n && !flagged(&flags, i) {
+                flags[i >> 6] |= 1 << (i & 63);
+                candidates.push(slot);
+            }
+        }
+    }
+    for ((list, &idf), &all) in lists.iter().zip(idfs).zip(essential) {
+        for &(slot, tf) in *list {
+            let i = slot as usize;
+            if i < n && (all || flagged(&flags, i)) {
+                acc[i] += score(idf, tf, lens[i]);
+            }
+        }
+    }
+    candidates
+        .into_iter()
+        .map(|slot| (slot, std::mem::take(&mut acc[slot as usize])))
+        .collect()
 }
 
 /// A posting's BM25 score: idf·tf(k1+1) / (tf + norm).
@@ -1013,6 +1173,84 @@ mod tests {
                 doc_terms(&names, &fields, &body)
             })
             .collect()
+    }
+
+    /// Documents of Zipf-distributed words (word `r` about `1/r` as often
+    /// as the commonest), the shape of real prose.
+    fn zipf_docs(seed: u64, n: usize, vocab: usize) -> Vec<DocTerms> {
+        let mut rng = Rng(seed);
+        let harmonic: f64 = (1..=vocab).map(|r| 1.0 / r as f64).sum();
+        let word = move |rng: &mut Rng| {
+            let mut u = rng.below(1 << 30) as f64 / f64::from(1u32 << 30) * harmonic;
+            for r in 1..=vocab {
+                u -= 1.0 / r as f64;
+                if u <= 0.0 {
+                    return format!("w{r}");
+                }
+            }
+            format!("w{vocab}")
+        };
+        (0..n)
+            .map(|_| {
+                let len = 5 + rng.below(120) as usize;
+                let body: Vec<String> = (0..len).map(|_| word(&mut rng)).collect();
+                let name = word(&mut rng);
+                doc_terms(&name, "", &body.join(" "))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn skipping_common_terms_keeps_the_exact_top_k() {
+        let docs = zipf_docs(7, 3000, 3000);
+        let ids: Vec<String> = (0..docs.len())
+            .map(|i| format!("d{:05}", (i * 7919) % 3000))
+            .collect();
+        let mut ix = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            ix.insert(i as u32, d);
+        }
+        let mut rng = Rng(11);
+        let (mut asked, mut skipped) = (0, 0);
+        for _ in 0..300 {
+            let words = 2 + rng.below(7);
+            // Mostly common words, with now and then a rare one.
+            let q: Vec<String> = (0..words)
+                .map(|_| {
+                    let range = if rng.below(3) == 0 { 3000 } else { 40 };
+                    format!("w{}", 1 + rng.below(range))
+                })
+                .collect();
+            let q = q.join(" ");
+            let odd = |s: u32| s % 2 == 1;
+            let id_of = |s: u32| ids[s as usize].as_str();
+            for keep in [&all as &dyn Fn(u32) -> bool, &odd] {
+                let full = ix.rank(&q, usize::MAX, keep, &id_of);
+                for k in [1, 3, 8, 20, 50] {
+                    let want = &full[..k.min(full.len())];
+                    let got = ix.rank(&q, k, keep, &id_of);
+                    // Bit-identical scores: the same sums in the same order.
+                    assert_eq!(got, want, "{q:?} k={k}");
+                }
+                let terms = query_terms(&q);
+                let lists: Vec<&[(u32, f32)]> = terms
+                    .iter()
+                    .filter_map(|t| ix.postings.get(t.as_str()).map(Vec::as_slice))
+                    .collect();
+                let idfs: Vec<f64> = lists.iter().map(|l| ix.idf(l.len())).collect();
+                let (c0, c1) = ix.norm_parts();
+                let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
+                asked += 1;
+                if ix.essential_lists(&lists, &idfs, 8, keep, score).is_some() {
+                    skipped += 1;
+                }
+            }
+        }
+        // The data must exercise the skipping, and not only it.
+        assert!(
+            skipped > asked / 4 && skipped < asked,
+            "{skipped} of {asked}"
+        );
     }
 
     #[test]
