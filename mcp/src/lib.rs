@@ -437,8 +437,10 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
             }
             Err(e) => eprintln!("okfit-mcp: {e}"),
         }
-        // Let the last responses reach stdout, but never hang on exit.
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(300), pump).await;
+        // Let every response reach stdout (a client may have written many
+        // requests and closed its end), but never hang on a client that
+        // stopped reading: a closed stdout ends the pump at once.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), pump).await;
     });
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
     Ok(0)

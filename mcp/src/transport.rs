@@ -3,15 +3,22 @@
 //! not a valid message is answered at once and serving goes on. A line
 //! longer than the limit is never held whole: past the limit its bytes are
 //! only scanned for the id, then dropped. Every line written is one whole
-//! JSON-RPC message.
+//! JSON-RPC message. The end of the input reaches rmcp only once every
+//! request read has been answered (or cancelled by the client): rmcp stops
+//! answering when its input ends, and a client that writes its requests
+//! and closes its end is owed every answer.
 
 use super::framing::{self, Inbound, MAX_MESSAGE_BYTES};
 use super::scan::Scan;
 use futures::channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures::StreamExt;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::RoleServer;
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Messages from the client, for rmcp.
@@ -70,6 +77,82 @@ async fn next_line<R: AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option
     }
 }
 
+/// How long the end of the input waits for the answers still owed.
+const DRAIN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Requests read and not answered yet, by id (a client may reuse one).
+#[derive(Default)]
+struct Pending {
+    ids: Mutex<HashMap<RequestId, u32>>,
+    settled: tokio::sync::Notify,
+}
+
+impl Pending {
+    fn ids(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, u32>> {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request came in.
+    fn asked(&self, id: &RequestId) {
+        *self.ids().entry(id.clone()).or_insert(0) += 1;
+    }
+
+    /// A request was answered (or cancelled).
+    fn done(&self, id: &RequestId) {
+        let mut ids = self.ids();
+        if let Some(n) = ids.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                ids.remove(id);
+            }
+        }
+        if ids.is_empty() {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// Returns once no request is waiting for its answer.
+    async fn settled(&self) {
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            settled.as_mut().enable();
+            if self.ids().is_empty() {
+                return;
+            }
+            settled.await;
+        }
+    }
+
+    /// Notes what a message from the client asks or withdraws.
+    fn inbound(&self, m: &RxJsonRpcMessage<RoleServer>) {
+        match m {
+            JsonRpcMessage::Request(r) => self.asked(&r.id),
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        self.done(id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes what a message to the client answers.
+    fn outbound(&self, m: &TxJsonRpcMessage<RoleServer>) {
+        match m {
+            JsonRpcMessage::Response(r) => self.done(&r.id),
+            JsonRpcMessage::Error(e) => {
+                if let Some(id) = &e.id {
+                    self.done(id);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The transport to hand to rmcp (`(sink, stream)` after mapping the
 /// sink's error), and the pump that must run beside it.
 pub fn stdio() -> (
@@ -94,6 +177,8 @@ where
     let (in_tx, in_rx) = unbounded::<RxJsonRpcMessage<RoleServer>>();
     let (out_tx, mut out_rx) = unbounded::<TxJsonRpcMessage<RoleServer>>();
     let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let pending = Arc::new(Pending::default());
+    let answered = pending.clone();
     let pump = async move {
         let replies = line_tx.clone();
         let inbound = async move {
@@ -110,6 +195,7 @@ where
                 };
                 match decided {
                     Inbound::Message(m) => {
+                        pending.inbound(&m);
                         if in_tx.unbounded_send(*m).is_err() {
                             break;
                         }
@@ -120,10 +206,12 @@ where
                     Inbound::Ignore => {}
                 }
             }
+            let _ = tokio::time::timeout(DRAIN_LIMIT, pending.settled()).await;
             in_tx.close_channel();
         };
         let outbound = async move {
             while let Some(m) = out_rx.next().await {
+                answered.outbound(&m);
                 let text = match serde_json::to_string(&m) {
                     Ok(t) => t,
                     Err(e) => framing::error_reply(

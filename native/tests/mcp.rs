@@ -2172,6 +2172,50 @@ async fn json_that_is_not_an_object_gets_invalid_request_and_serving_goes_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_written_before_stdin_closes_are_all_answered() {
+    // A client may write its requests and close its end at once (a shell
+    // pipe, a batch job): the server answers every one before it exits.
+    let sb = Sandbox::new("project");
+    let mut raw = Raw::spawn(sb.command());
+    handshake(&mut raw, "2025-11-25").await;
+    let mut batch = String::new();
+    let asked = 3000;
+    for id in 1..=asked {
+        let m = match id % 3 {
+            0 => json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+            1 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "list_concepts", "arguments": {}}}),
+            _ => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "validate_bundle", "arguments": {"now": NOW}}}),
+        };
+        batch.push_str(&m.to_string());
+        batch.push('\n');
+    }
+    raw.line(batch.trim_end()).await;
+    let (status, out, err) = raw.close().await;
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_jsonrpc_only(&out);
+    let mut answered: Vec<i64> = out
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("result").is_some() || v.get("error").is_some())
+        .filter_map(|v| v["id"].as_i64())
+        .filter(|&id| id > 0)
+        .collect();
+    answered.sort_unstable();
+    answered.dedup();
+    let missing: Vec<i64> = (1..=asked)
+        .filter(|i| answered.binary_search(i).is_err())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {asked} unanswered, first {:?}\n{err}",
+        missing.len(),
+        &missing[..missing.len().min(10)]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_eof_ends_the_process_with_exit_0() {
     let sb = Sandbox::new("project");
     // Before any message.
