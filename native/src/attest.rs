@@ -232,7 +232,7 @@ fn report(
                 "verified"
             };
             for (id, _) in done {
-                println!("{verb} {id} as {by} at {at}");
+                crate::outln!("{verb} {id} as {by} at {at}");
             }
             for (_, m) in skipped {
                 eprintln!("skipped: {m}");

@@ -240,13 +240,13 @@ where
         }
     };
     if cli.version {
-        println!("{}", version_line());
+        crate::outln!("{}", version_line());
         return 0;
     }
     let Some(command) = cli.command else {
         let mut cmd = <Cli as clap::CommandFactory>::command();
         let _ = cmd.print_help();
-        println!();
+        crate::outln!();
         return 0;
     };
     let json_errors = matches!(
@@ -259,11 +259,22 @@ where
             ..
         })
     );
-    match dispatch(command) {
-        Ok(code) => code,
+    let outcome = dispatch(command);
+    if crate::shared::reader_gone() {
+        return 0;
+    }
+    match outcome {
+        Ok(code) => match crate::shared::stdout_failed() {
+            Some(why) => {
+                let e = Error::Io(format!("could not write the report ({why})"));
+                eprintln!("error: {e}");
+                e.exit_code()
+            }
+            None => code,
+        },
         Err(e) => {
             if json_errors {
-                println!(
+                crate::outln!(
                     "{}",
                     report::error_json(
                         okfit_store::VERSION,
@@ -404,12 +415,12 @@ fn check(a: CheckArgs, lint_only: bool) -> Result<i32, Error> {
     let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match a.format {
         CheckFormat::Json => {
-            report::write_json(&mut w, &report, &m).map_err(|e| Error::Io(e.to_string()))?;
+            report::write_json(&mut w, &report, &m).map_err(|e| out_err(e.into()))?;
             writeln!(w).map_err(out_err)?;
         }
         CheckFormat::Sarif => {
             serde_json::to_writer_pretty(&mut w, &report::sarif(&report, &m))
-                .map_err(|e| Error::Io(e.to_string()))?;
+                .map_err(|e| out_err(e.into()))?;
             writeln!(w).map_err(out_err)?;
         }
         CheckFormat::Human => {
@@ -482,9 +493,11 @@ fn stale(a: StaleArgs) -> Result<i32, Error> {
         }
         PlainFormat::Human => {
             for i in &items {
-                println!(
+                crate::outln!(
                     "{}  {}  ({} days past)",
-                    i.summary.id, i.stale_after, i.days_past
+                    i.summary.id,
+                    i.stale_after,
+                    i.days_past
                 );
             }
             eprintln!(
@@ -561,7 +574,7 @@ fn graph(a: GraphArgs) -> Result<i32, Error> {
                     _ => s.push_str(&format!("  n{} --> n{}\n", e.from, e.to)),
                 }
             }
-            print!("{s}");
+            crate::out!("{s}");
         }
         GraphFormat::Dot => {
             let mut s = String::from("digraph okf {\n  rankdir=LR;\n");
@@ -583,7 +596,7 @@ fn graph(a: GraphArgs) -> Result<i32, Error> {
                 }
             }
             s.push_str("}\n");
-            print!("{s}");
+            crate::out!("{s}");
         }
     }
     Ok(0)
@@ -641,7 +654,7 @@ fn query_list(a: ListArgs) -> Result<i32, Error> {
         ))?,
         PlainFormat::Human => {
             for i in &items {
-                println!("{}  {}  {}  {}", i.id, i.type_name, i.status, i.title);
+                crate::outln!("{}  {}  {}  {}", i.id, i.type_name, i.status, i.title);
             }
             eprintln!("{} of {} concepts", items.len(), total);
         }
@@ -677,23 +690,23 @@ fn query_get(a: IdArgs) -> Result<i32, Error> {
         PlainFormat::Human => {
             let s = query::summary(d, c);
             let links = query::links(&b, d);
-            println!("{}  {}  {}", s.id, s.type_name, s.status);
-            println!("title: {}", s.title);
+            crate::outln!("{}  {}  {}", s.id, s.type_name, s.status);
+            crate::outln!("title: {}", s.title);
             if let Some(desc) = &s.description {
-                println!("description: {desc}");
+                crate::outln!("description: {desc}");
             }
             if !s.tags.is_empty() {
-                println!("tags: {}", s.tags.join(", "));
+                crate::outln!("tags: {}", s.tags.join(", "));
             }
-            println!("path: {}", s.path);
+            crate::outln!("path: {}", s.path);
             for l in &links {
                 let kind = serde_json::to_value(l.kind)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
                 match l.field {
-                    Some(f) => println!("-> {} ({kind}, {f})", l.to),
-                    None => println!("-> {} ({kind})", l.to),
+                    Some(f) => crate::outln!("-> {} ({kind}, {f})", l.to),
+                    None => crate::outln!("-> {} ({kind})", l.to),
                 }
             }
         }
@@ -710,10 +723,10 @@ fn query_neighbors(a: IdArgs) -> Result<i32, Error> {
         })))?,
         PlainFormat::Human => {
             for n in &outgoing {
-                println!("-> {}", n.id);
+                crate::outln!("-> {}", n.id);
             }
             for n in &incoming {
-                println!("<- {}", n.id);
+                crate::outln!("<- {}", n.id);
             }
         }
     }

@@ -54,7 +54,7 @@ pub fn context(a: ContextArgs) -> Result<i32, Error> {
     let env = envelope(&p);
     match a.format {
         Format::Json => print_json(&env)?,
-        Format::Human => print!("{}", human(&env)),
+        Format::Human => crate::out!("{}", human(&env)),
     }
     Ok(0)
 }

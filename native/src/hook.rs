@@ -53,7 +53,7 @@ pub fn run(h: HookCommand) -> i32 {
         HookCommand::PostToolUse => post_tool_use(&event),
     };
     if let Some(a) = answer {
-        println!("{a}");
+        crate::outln!("{a}");
     }
     0
 }

@@ -79,7 +79,7 @@ pub fn init(a: InitArgs) -> Result<i32, Error> {
         dir.write(rel, text.as_bytes(), rel)?;
     }
     for (rel, _) in &files {
-        println!("wrote {}", shown(&root.join(rel)));
+        crate::outln!("wrote {}", shown(&root.join(rel)));
     }
     let common = Common {
         path: (!a.bundle_only).then(|| root.clone()),
@@ -88,13 +88,13 @@ pub fn init(a: InitArgs) -> Result<i32, Error> {
     };
     let code = validate_written(&common)?;
     match (a.bundle_only, profile_name) {
-        (true, _) => println!(
+        (true, _) => crate::outln!(
             "Initialized a bare OKF bundle in {}; check it with `okfit validate --bundle {}`",
             shown(&root),
             shown(&root)
         ),
-        (false, Some(p)) => println!("Initialized okf with the {p} profile"),
-        (false, None) => println!("Initialized okf with no profile"),
+        (false, Some(p)) => crate::outln!("Initialized okf with the {p} profile"),
+        (false, None) => crate::outln!("Initialized okf with no profile"),
     }
     Ok(code)
 }

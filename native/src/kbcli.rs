@@ -173,7 +173,7 @@ fn out(text: &str) -> Result<(), Error> {
     let mut o = std::io::stdout().lock();
     o.write_all(text.as_bytes())
         .and_then(|_| o.flush())
-        .map_err(|e| Error::Io(format!("cannot write output ({e})")))
+        .map_err(crate::shared::out_err)
 }
 
 /// Reads a bundle folder: `(path, bytes)` of every `.md` file, names

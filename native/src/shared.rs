@@ -8,6 +8,7 @@ use okfit_store::discover::{self, Project};
 use okfit_store::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 static DISTRIBUTION: OnceLock<Distribution> = OnceLock::new();
@@ -106,16 +107,67 @@ pub fn meta(p: &Project) -> Meta {
     m
 }
 
-/// A failure to write the report.
+/// Set once stdout's reader has gone away (`okfit validate | head`).
+static READER_GONE: AtomicBool = AtomicBool::new(false);
+/// Why writing to stdout failed otherwise (a full disk), first time only.
+static STDOUT_FAILED: OnceLock<String> = OnceLock::new();
+
+/// Whether stdout's reader went away. A command whose output nobody reads
+/// any more has nothing left to say: it ends quietly with code 0, as Unix
+/// tools do, rather than reporting the closed pipe.
+pub fn reader_gone() -> bool {
+    READER_GONE.load(Ordering::Relaxed)
+}
+
+/// Why some output was lost, when it was for another reason than a reader
+/// that went away.
+pub fn stdout_failed() -> Option<&'static str> {
+    STDOUT_FAILED.get().map(String::as_str)
+}
+
+/// A failure to write the report (noting a reader that went away).
 pub fn out_err(e: std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        READER_GONE.store(true, Ordering::Relaxed);
+    }
     Error::Io(format!("could not write the report ({e})"))
+}
+
+/// Writes to stdout, what `print!` does, without its panic: after a
+/// failure the rest of the output is dropped, and the failure is noted
+/// for the exit code ([`reader_gone`], [`stdout_failed`]).
+pub fn print(args: std::fmt::Arguments<'_>) {
+    if reader_gone() || stdout_failed().is_some() {
+        return;
+    }
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            READER_GONE.store(true, Ordering::Relaxed);
+        } else {
+            let _ = STDOUT_FAILED.set(e.to_string());
+        }
+    }
+}
+
+/// `print!` through [`print`].
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => { $crate::shared::print(format_args!($($t)*)) };
+}
+
+/// `println!` through [`print`].
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::shared::print(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::shared::print(format_args!("{}\n", format_args!($($t)*))) };
 }
 
 /// Prints one JSON value as a line on stdout.
 pub fn print_json(v: &serde_json::Value) -> Result<(), Error> {
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
-    serde_json::to_writer(&mut w, v).map_err(|e| Error::Io(e.to_string()))?;
+    serde_json::to_writer(&mut w, v).map_err(|e| out_err(e.into()))?;
     writeln!(w).map_err(out_err)
 }
 

@@ -189,12 +189,12 @@ fn human(out: &BTreeMap<Mode, Outcome>, dry_run: bool, root: &str) {
     for (mode, o) in out {
         let name = format!("{mode:?}").to_lowercase();
         for w in &o.written {
-            println!("{name}: {verb} {w}");
+            crate::outln!("{name}: {verb} {w}");
         }
         for (id, reason, detail) in &o.skipped {
             match detail {
-                Some(d) => println!("{name}: skipped {id} ({reason}: {d})"),
-                None => println!("{name}: skipped {id} ({reason})"),
+                Some(d) => crate::outln!("{name}: skipped {id} ({reason}: {d})"),
+                None => crate::outln!("{name}: skipped {id} ({reason})"),
             }
         }
         eprintln!(

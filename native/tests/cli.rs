@@ -170,6 +170,17 @@ fn finish(mut cmd: Command) -> Out {
     }
 }
 
+/// Runs a command whose stdout is already set, capturing stderr only.
+fn finish_keeping_stdout(mut cmd: Command) -> Out {
+    cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+    let out = cmd.output().expect("spawn okfit");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// A fixture bundle under `tests/fixtures/` (canonical path).
 fn fixture(name: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -300,6 +311,55 @@ fn usage_errors_exit_64_with_one_error_line_and_empty_stdout() {
         let lines = out.stderr_lines();
         assert_eq!(lines.len(), 1, "okfit {args:?}: one stderr line: {lines:?}");
         assert!(lines[0].starts_with("error: "), "okfit {args:?}: {lines:?}");
+    }
+}
+
+/// Output nobody reads any more (`okfit validate | head`) ends the run
+/// quietly with code 0, as Unix tools stop, and output that cannot be
+/// written (a full disk) is one error line and code 3; never a panic.
+#[test]
+fn closed_or_full_stdout_is_handled_without_a_panic() {
+    let sb = Sandbox::new();
+    let bundle = fixture("lint-error");
+    let cases: &[&[&str]] = &[
+        &["validate", "--format", "json"],
+        &["validate", "--format", "sarif"],
+        &["validate"],
+        &["graph"],
+    ];
+    for args in cases {
+        let mut c = sb.command(&bundle, args);
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn okfit");
+        // The reader goes away before okfit writes a byte.
+        drop(child.stdout.take());
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "okfit {args:?}: {stderr}");
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("error"),
+            "okfit {args:?} with its reader gone: {stderr}"
+        );
+
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+        let Ok(full) = full else {
+            continue;
+        };
+        let mut c = sb.command(&bundle, args);
+        c.stdout(full);
+        let out = finish_keeping_stdout(c);
+        assert_eq!(out.code, 3, "okfit {args:?} into /dev/full: {}", out.stderr);
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "okfit {args:?} into /dev/full: {lines:?}");
+        assert!(lines[0].starts_with("error: "), "{lines:?}");
     }
 }
 
