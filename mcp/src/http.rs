@@ -54,7 +54,12 @@ impl HttpServer {
             .extensions
             .get::<Parts>()
             .ok_or_else(|| ErrorData::internal_error("the request has no HTTP parts", None))?;
-        crate::in_place(|| (self.resolve)(parts).map(|tools| Server { tools }))
+        crate::in_place(|| {
+            (self.resolve)(parts).map(|tools| Server {
+                tools,
+                activity: Arc::default(),
+            })
+        })
     }
 }
 
