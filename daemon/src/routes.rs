@@ -215,7 +215,11 @@ async fn on_store<F>(daemon: Shared, caller: Caller, effect: Effect, work: F) ->
 where
     F: FnOnce(&Knowledge) -> Response + Send + 'static,
 {
-    blocking(move || {
+    // A read of a loaded embedded tenant is answered from memory and a
+    // local file in a fraction of a millisecond: in place on this worker,
+    // with no thread to hand over to and back.
+    let quick = effect == Effect::Read && daemon.reads_from_memory(&caller.tenant);
+    let run = move || {
         let tenant = match daemon.tenant(&caller.tenant) {
             Ok(t) => t,
             Err(e) => return error_reply(e),
@@ -228,8 +232,11 @@ where
             Effect::Write | Effect::Head => tenant.writer(),
         };
         work(kb)
-    })
-    .await
+    };
+    if quick {
+        return run();
+    }
+    blocking(run).await
 }
 
 /// Runs `f`, which blocks, without holding up the async workers. On the

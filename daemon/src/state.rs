@@ -313,6 +313,17 @@ impl Daemon {
 }
 
 impl Daemon {
+    /// True when a read of `tenant` is answered from memory and a local
+    /// file: an embedded SQLite tenant whose reader has its model loaded.
+    pub fn reads_from_memory(&self, tenant: &str) -> bool {
+        matches!(self.at, Location::Sqlite(_))
+            && self
+                .warm()
+                .open
+                .get(tenant)
+                .is_some_and(|(t, _)| t.reader().warm_documents().is_some())
+    }
+
     /// How many tokens it knows (none: a unix socket where the path names
     /// the tenant).
     pub fn token_count(&self) -> usize {

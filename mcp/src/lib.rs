@@ -270,9 +270,12 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tool_list()))
+        // The manifest tool's description measures the manifest: the first
+        // list may read every document of the tenant.
+        let tools = off_thread(self, &context, |s| s.tool_list()).await?;
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -281,10 +284,11 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        // Over a daemon a call is one short round trip: answer in place
-        // rather than hopping to the blocking pool.
-        let remote = self.tools.remote();
-        if remote {
+        // Over a daemon a call is one short round trip, and a read of a
+        // loaded store tenant is answered from memory: answer in place
+        // rather than handing the worker's core to another thread (that
+        // hand-over cost more than the search itself).
+        if self.tools.remote() || self.tools.answers_from_memory(&name) {
             let _busy = self.activity.begin();
             return self.call(&name, request.arguments).map(Into::into);
         }
@@ -422,8 +426,11 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
             }
         },
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One async thread: a request then crosses no thread but the stdio
+    // helpers' (each hand-over cost more than a warm search). Store work
+    // that may wait (a parse, PostgreSQL, whose client blocks on a runtime
+    // of its own) runs on the blocking pool, never on this thread.
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {

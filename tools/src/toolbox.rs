@@ -245,6 +245,23 @@ impl Toolbox {
         }
     }
 
+    /// True when a call of `name` reads an embedded store tenant whose
+    /// read model is loaded already: it is answered from memory and a
+    /// local file in well under a millisecond, too little to be worth
+    /// handing to another thread. (A PostgreSQL tenant's reads wait on
+    /// the network, and on the runtime that drives its connections.)
+    pub fn answers_from_memory(&self, name: &str) -> bool {
+        let Some(c) = self.tools.iter().find(|c| c.def.name == name) else {
+            return false;
+        };
+        c.def.access == Access::Read
+            && matches!(c.def.run, Run::Knowledge(_))
+            && self.knowledge_for(Access::Read).is_ok_and(|k| {
+                matches!(k.dsn(), okfit_store::dsn::Dsn::Store { .. })
+                    && k.warm_documents().is_some()
+            })
+    }
+
     /// True when the tools answer from a daemon: a call is then one short
     /// round trip, not work for a blocking pool.
     pub fn remote(&self) -> bool {
