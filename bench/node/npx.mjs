@@ -137,7 +137,7 @@ async function searches(cmd, args) {
 }
 const rows = [];
 for (const n of sizes) {
-  const dsn = `okf://${join(repo, "bench", "out", "kb", "data")}?tenant=t${n}`;
+  const dsn = `okf://${join(repo, "bench", "out", "kb", `data${n}`)}?tenant=t${n}`;
   const node = await searches(join(project, "node_modules", ".bin", "okfit-mcp"), [dsn]);
   const nat = await searches(native, [dsn]);
   const ratio = node.ms.p50 / nat.ms.p50;
