@@ -10,7 +10,7 @@ pub use crate::routes::router;
 pub use crate::state::{Daemon, Tenant, MAX_BODY};
 pub use crate::tokens::{mint_token, read_tokens, Grant};
 
-pub use crate::state::{RATE_LIMIT, WARM_TENANTS};
+pub use crate::state::{RATE_LIMIT, WARM_POSTINGS, WARM_TENANTS};
 use okfit_store::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,6 +51,8 @@ pub struct ServeOptions {
     pub max_connections: usize,
     /// Idle tenants kept open (read models, connections, files).
     pub warm_tenants: usize,
+    /// Search postings the warm-up holds in memory at most.
+    pub warm_postings: usize,
     /// `Host` names MCP accepts besides this machine's and `listen`'s.
     pub allowed_hosts: Vec<String>,
     /// Browser origins MCP accepts (none: any page's request is refused).
@@ -267,7 +269,8 @@ pub fn run(opts: ServeOptions) -> Result<i32, Error> {
     }
     let mut daemon = Daemon::new(at, tokens, opts.warm_tenants)
         .with_mcp_access(&hosts, &opts.allowed_origins)
-        .with_rate_limit(opts.rate_limit);
+        .with_rate_limit(opts.rate_limit)
+        .with_warm_postings(opts.warm_postings);
     if let Some(o) = oauth {
         daemon = daemon.with_oauth(o);
     }

@@ -35,6 +35,8 @@ pub struct Daemon {
     oauth: Option<OAuth>,
     /// MCP requests allowed per credential (a token's sha256).
     limiter: Option<Limiter>,
+    /// Search postings the warm-up may hold in memory.
+    warm_postings: usize,
 }
 
 /// A rate limit per credential.
@@ -81,6 +83,12 @@ pub const WARM_TENANTS: usize = 200;
 /// that a store of many large tenants does not start with all of them in
 /// memory. The others load on their first request.
 pub const WARM_UP_DOCUMENTS: usize = 200_000;
+
+/// How many search postings the warm-up holds in memory at most, over all
+/// the tenants it warms (about 8 bytes each: some 380 MB). A warmed
+/// tenant whose postings fit in what is left is searched from memory
+/// alone; the others read each word's postings on its first search.
+pub const WARM_POSTINGS: usize = 48_000_000;
 
 /// One tenant's knowledge, split so that a commit never stalls a read: a
 /// writer whose connection and view serialise commits, and a reader with
@@ -143,7 +151,15 @@ impl Daemon {
             },
             oauth: None,
             limiter: None,
+            warm_postings: WARM_POSTINGS,
         }
+    }
+
+    /// The daemon's warm-up holding at most `postings` search postings in
+    /// memory (0: none; words' postings are then read on demand).
+    pub fn with_warm_postings(mut self, postings: usize) -> Daemon {
+        self.warm_postings = postings;
+        self
     }
 
     /// The daemon allowing each credential `per_second` MCP requests a
@@ -237,6 +253,7 @@ impl Daemon {
         let started = std::time::Instant::now();
         self.set_warming(0, names.len(), false);
         let mut documents = 0;
+        let mut warmed = vec![];
         for (i, name) in names.iter().enumerate() {
             if documents >= WARM_UP_DOCUMENTS {
                 break;
@@ -245,20 +262,45 @@ impl Daemon {
                 .tenant(name)
                 .and_then(|t| t.reader().warm().map(|()| t))
             {
-                Ok(t) => documents += t.reader().warm_documents().unwrap_or(0),
+                Ok(t) => {
+                    documents += t.reader().warm_documents().unwrap_or(0);
+                    warmed.push((name, t));
+                }
                 Err(e) => {
                     tracing::warn!(tenant = %name, error = %e, "cannot warm a tenant's read model")
                 }
             }
             self.set_warming(i + 1, names.len(), false);
         }
+        let postings = self.warm_postings_of(&warmed);
         self.set_warming(names.len(), names.len(), true);
         tracing::debug!(
             tenants = names.len(),
             documents,
+            postings,
             ms = started.elapsed().as_millis() as u64,
             "read models warm: ready"
         );
+    }
+
+    /// Loads the search postings of the `warmed` tenants, most recent
+    /// first, while they fit in the daemon's budget; the postings held.
+    fn warm_postings_of(&self, warmed: &[(&String, Arc<Tenant>)]) -> usize {
+        let mut held = 0;
+        for (name, t) in warmed {
+            let left = self.warm_postings.saturating_sub(held);
+            if left == 0 {
+                break;
+            }
+            match t.reader().warm_postings(left) {
+                Ok(Some(n)) => held += n,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(tenant = %name, error = %e, "cannot load a tenant's search postings")
+                }
+            }
+        }
+        held
     }
 
     fn set_warming(&self, done: usize, of: usize, ready: bool) {

@@ -217,6 +217,16 @@ impl Knowledge {
         }
     }
 
+    /// Loads a store tenant's model and every term's postings unless they
+    /// number more than `limit` (see the daemon's warm-up): the postings
+    /// held, or `None` (more than `limit`, not a store tenant, no tenant).
+    pub fn warm_postings(&self, limit: usize) -> Result<Option<usize>, Error> {
+        match self.store.as_ref().map(|s| s.load_all_terms(limit)) {
+            Some(Err(Error::NoTenant(_))) | None => Ok(None),
+            Some(r) => r,
+        }
+    }
+
     /// The concepts in a store tenant's read model as loaded now, without
     /// loading it (`None`: not loaded, or not a store tenant).
     pub fn warm_documents(&self) -> Option<usize> {

@@ -286,6 +286,34 @@ impl StoreKb {
     pub(crate) fn tenant(&self) -> &str {
         &self.tenant
     }
+
+    /// Loads the model and then every term's postings, read in one
+    /// snapshot of the same revision, unless they number more than
+    /// `limit`: a long-lived reader's searches then never wait for the
+    /// store, and commits made elsewhere are patched in as before. The
+    /// postings held (`None`: more than `limit`, or commits kept landing
+    /// while they were read).
+    pub(crate) fn load_all_terms(&self, limit: usize) -> Result<Option<usize>, Error> {
+        let conn = self.borrow()?;
+        for _ in 0..CATCH_UP_TRIES {
+            let Some((head, lists)) = conn.all_postings(limit)? else {
+                return Ok(None);
+            };
+            let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+            st.catch_up(&*conn, &self.tenant)?;
+            if st.head != head {
+                continue; // a commit landed in between: read them again
+            }
+            let Some(view) = st.view.as_mut() else {
+                return Ok(None);
+            };
+            for (term, list) in lists {
+                view.index.load_term(&term, list);
+            }
+            return Ok(Some(view.index.loaded_postings()));
+        }
+        Ok(None)
+    }
 }
 
 impl Loaded {

@@ -797,6 +797,13 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = okfit_daemon::serve::WARM_TENANTS, value_name = "N",
           value_parser = clap::value_parser!(usize))]
     pub warm_tenants: usize,
+    /// Search postings the warm-up at start holds in memory at most, over
+    /// the tenants it warms (about 8 bytes each); a tenant whose postings
+    /// fit is searched without reading the store, the others read each
+    /// word's postings on its first search. 0 holds none.
+    #[arg(long, default_value_t = okfit_daemon::serve::WARM_POSTINGS, value_name = "N",
+          value_parser = clap::value_parser!(usize))]
+    pub warm_postings: usize,
     /// A `Host` MCP accepts besides this machine's names and --listen's
     /// host (repeatable): the name clients reach the server by.
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -859,6 +866,7 @@ pub fn serve(a: ServeArgs) -> Result<i32, Error> {
         debounce_ms: a.debounce,
         max_connections: a.max_connections,
         warm_tenants: a.warm_tenants,
+        warm_postings: a.warm_postings,
         allowed_hosts: a.allowed_hosts,
         allowed_origins: a.allowed_origins,
         rate_limit: a.rate_limit,

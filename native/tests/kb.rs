@@ -1885,3 +1885,103 @@ fn mcp_stderr_starts_with_the_serving_line() {
         "okfit-mcp did not exit cleanly on stdin EOF: {status:?}"
     );
 }
+
+/// A concept of generated words for the warm-postings test: version `v`
+/// of concept `i` draws its words from a small vocabulary, so words are
+/// shared by many concepts and change between versions.
+fn warm_text(i: usize, v: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "ledger", "orbit", "cache", "harbor", "signal", "meadow", "quartz", "lantern", "vector",
+        "canyon", "thread", "pixel", "summit", "fabric", "beacon", "tunnel", "glacier", "copper",
+        "rhythm", "marble", "falcon", "engine", "voyage", "prism",
+    ];
+    let words: Vec<&str> = (0..30)
+        .map(|k| WORDS[(i * 7 + k * (v + 3) + k * k) % WORDS.len()])
+        .collect();
+    format!(
+        "---\ntitle: Concept {i} {}\n---\n# Concept {i}\n\n{}\n",
+        WORDS[(i + v) % WORDS.len()],
+        words.join(" ")
+    )
+    .into_bytes()
+}
+
+/// A reader holding every term's postings in memory (the daemon's
+/// warm-up) ranks exactly as a fresh reader that reads them on demand,
+/// before and after commits made through another connection (one
+/// document, many, a deletion); over its limit it holds none.
+fn warm_postings_rank_as_postings_read_on_demand(backend: Backend) {
+    use okfit_knowledge::kb::Knowledge;
+    use okfit_store::change::{sha256_hex, Change, Pre};
+    let sb = Sandbox::on(backend);
+    let dsn = sb.tenants.dsn("warm");
+    let writer = Knowledge::open(&dsn).expect("open the writer");
+    let put = |i: usize, v: usize, pre: Pre| Change {
+        bundle: "b".into(),
+        path: format!("c{i:02}.md"),
+        content: Some(warm_text(i, v)),
+        pre,
+    };
+    writer
+        .commit((0..60).map(|i| put(i, 0, Pre::Create)).collect(), None)
+        .expect("first commit");
+    let warm = Knowledge::open(&dsn).expect("open the reader");
+    assert_eq!(warm.warm_postings(10).expect("a limit too low"), None);
+    let held = warm
+        .warm_postings(usize::MAX)
+        .expect("load the postings")
+        .expect("every posting held");
+    assert!(held > 60 * 10, "{held} postings held");
+    let queries = [
+        "ledger orbit",
+        "concept harbor signal",
+        "quartz",
+        "prism voyage engine",
+        "copper",
+        "meadow lantern vector canyon",
+    ];
+    let same = |when: &str| {
+        let fresh = Knowledge::open(&dsn).expect("open a fresh reader");
+        for q in queries {
+            assert_eq!(
+                warm.search(q, 10, None).expect("warm search"),
+                fresh.search(q, 10, None).expect("fresh search"),
+                "{when}: {q}"
+            );
+        }
+    };
+    same("as loaded");
+    let mut version = vec![0usize; 60];
+    let mut rewrite = |docs: &[usize]| {
+        let changes = docs
+            .iter()
+            .map(|&i| {
+                let old = sha256_hex(&warm_text(i, version[i]));
+                version[i] += 1;
+                put(i, version[i], Pre::Hash(old))
+            })
+            .collect();
+        writer.commit(changes, None).expect("rewrite");
+    };
+    rewrite(&[7]);
+    same("one document rewritten");
+    rewrite(&(0..40).step_by(2).collect::<Vec<_>>());
+    same("twenty documents rewritten");
+    let gone = sha256_hex(&warm_text(3, version[3]));
+    writer
+        .commit(
+            vec![Change {
+                bundle: "b".into(),
+                path: "c03.md".into(),
+                content: None,
+                pre: Pre::Hash(gone),
+            }],
+            None,
+        )
+        .expect("delete");
+    writer
+        .commit(vec![put(60, 0, Pre::Create)], None)
+        .expect("add");
+    same("one deleted, one added");
+}
+on_both_backends!(warm_postings_rank_as_postings_read_on_demand);

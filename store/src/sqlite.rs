@@ -205,6 +205,10 @@ pub trait Storage: Send {
     fn postings_of(&self, terms: &[String]) -> Result<Vec<Vec<(u32, f32)>>, Error> {
         terms.iter().map(|t| self.postings(t)).collect()
     }
+    /// The head and every term's postings (each list in slot order), read
+    /// in one snapshot; `Ok(None)` when they number more than `limit`. What
+    /// a long-lived reader holds so that no search waits for the store.
+    fn all_postings(&self, limit: usize) -> Result<Option<AllPostings>, Error>;
     /// Applies `plan` atomically on top of `base`; a different head is a
     /// [`Error::Conflict`].
     fn commit(
@@ -244,6 +248,9 @@ pub trait Storage: Send {
         Ok(())
     }
 }
+
+/// A tenant's head and each term's postings `(slot, tf)` as of it.
+pub type AllPostings = (Option<Head>, Vec<(String, Vec<(u32, f32)>)>);
 
 /// The documents of one revision: `(bundle, path) → hash`.
 pub type State = std::collections::BTreeMap<(String, String), String>;
@@ -816,6 +823,51 @@ impl Storage for SqliteStore {
             Ok((r.get::<_, u32>(0)?, r.get::<_, f64>(1)? as f32))
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn all_postings(&self, limit: usize) -> Result<Option<AllPostings>, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let head = Self::head_in(&tx)?;
+        let names: std::collections::HashMap<i64, String> = {
+            let mut st = tx.prepare("SELECT id, term FROM terms")?;
+            let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let mut out: Vec<(String, Vec<(u32, f32)>)> = vec![];
+        let mut last: Option<i64> = None;
+        let mut count = 0usize;
+        {
+            // The primary key's order: term, then slot.
+            let mut st = tx.prepare("SELECT term, slot, tf FROM postings ORDER BY term, slot")?;
+            let mut rows = st.query([])?;
+            while let Some(r) = rows.next()? {
+                count += 1;
+                if count > limit {
+                    return Ok(None);
+                }
+                let term: i64 = r.get(0)?;
+                if last != Some(term) {
+                    if let Some((_, l)) = out.last_mut() {
+                        l.shrink_to_fit();
+                    }
+                    let name = names.get(&term).cloned().ok_or_else(|| {
+                        Error::Store(format!(
+                            "database corruption: postings of unknown term {term}"
+                        ))
+                    })?;
+                    out.push((name, vec![]));
+                    last = Some(term);
+                }
+                if let Some((_, l)) = out.last_mut() {
+                    l.push((r.get::<_, u32>(1)?, r.get::<_, f64>(2)? as f32));
+                }
+            }
+        }
+        if let Some((_, l)) = out.last_mut() {
+            l.shrink_to_fit();
+        }
+        tx.commit()?;
+        Ok(Some((head, out)))
     }
 
     fn commit(

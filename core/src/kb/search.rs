@@ -135,7 +135,9 @@ const DENSE_RATIO: usize = 16;
 pub struct Index {
     /// Whether every term of every document is held (see [`Index::new`]).
     complete: bool,
-    /// term → postings `(slot, tf)`, unordered.
+    /// term → postings `(slot, tf)`, in slot order: a document's posting
+    /// is found by binary search, so taking a changed document out costs
+    /// a few probes per term however long the lists grow.
     postings: FxHashMap<Box<str>, Vec<(u32, f32)>>,
     /// Weighted length per slot (meaningful where `present`).
     lens: Vec<f32>,
@@ -165,7 +167,7 @@ impl Index {
         self.set_doc_len(slot, doc.len);
         for (term, tf) in &doc.terms {
             if let Some(list) = self.postings.get_mut(term.as_str()) {
-                list.push((slot, *tf));
+                put(list, slot, *tf);
             } else if self.complete {
                 self.postings
                     .insert(term.as_str().into(), vec![(slot, *tf)]);
@@ -180,8 +182,8 @@ impl Index {
             let Some(list) = self.postings.get_mut(term.as_str()) else {
                 continue;
             };
-            if let Some(p) = list.iter().position(|&(s, _)| s == slot) {
-                list.swap_remove(p);
+            if let Ok(p) = list.binary_search_by_key(&slot, |&(s, _)| s) {
+                list.remove(p);
             }
             // A cache keeps the empty list: the term is loaded and known
             // to have no postings.
@@ -246,8 +248,20 @@ impl Index {
         if slots.is_empty() {
             return;
         }
-        for list in self.postings.values_mut() {
-            list.retain(|(s, _)| slots.binary_search(s).is_err());
+        // A few documents: probe each list for each; many: one pass over
+        // each list.
+        if slots.len() <= PROBED_SLOTS {
+            for list in self.postings.values_mut() {
+                for slot in slots {
+                    if let Ok(p) = list.binary_search_by_key(slot, |&(s, _)| s) {
+                        list.remove(p);
+                    }
+                }
+            }
+        } else {
+            for list in self.postings.values_mut() {
+                list.retain(|(s, _)| slots.binary_search(s).is_err());
+            }
         }
     }
 
@@ -264,8 +278,16 @@ impl Index {
 
     /// Loads (replaces) a term's postings `(slot, tf)` from the external
     /// store.
-    pub fn load_term(&mut self, term: &str, postings: Vec<(u32, f32)>) {
+    pub fn load_term(&mut self, term: &str, mut postings: Vec<(u32, f32)>) {
+        if !postings.is_sorted_by_key(|&(s, _)| s) {
+            postings.sort_unstable_by_key(|&(s, _)| s);
+        }
         self.postings.insert(term.into(), postings);
+    }
+
+    /// Postings held in memory, over every loaded term.
+    pub fn loaded_postings(&self) -> usize {
+        self.postings.values().map(Vec::len).sum()
     }
 
     /// Number of documents.
@@ -505,6 +527,23 @@ impl Index {
             essential[j] = false;
         }
         essential.contains(&false).then_some(essential)
+    }
+}
+
+/// Slots [`Index::drop_postings_of`] finds by binary search in each list
+/// rather than by a pass over every posting.
+const PROBED_SLOTS: usize = 16;
+
+/// Puts `slot`'s posting into `list` (in slot order), replacing the one it
+/// has; a slot past the last, the common case, is appended.
+fn put(list: &mut Vec<(u32, f32)>, slot: u32, tf: f32) {
+    if list.last().is_none_or(|&(s, _)| s < slot) {
+        list.push((slot, tf));
+        return;
+    }
+    match list.binary_search_by_key(&slot, |&(s, _)| s) {
+        Ok(p) => list[p].1 = tf,
+        Err(p) => list.insert(p, (slot, tf)),
     }
 }
 
@@ -1399,6 +1438,44 @@ mod tests {
         cache.remove(5, &docs[5]);
         full.remove(5, &docs[5]);
         assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
+    }
+
+    #[test]
+    fn postings_stay_in_slot_order_and_dropping_them_equals_a_rebuild() {
+        let docs = random_docs(7, 120);
+        let ids = seq_ids(120);
+        // Inserted out of slot order, one slot inserted twice.
+        let mut ix = Index::new(true);
+        for i in (0..120).rev().step_by(2).chain((0..120).step_by(2)) {
+            ix.insert(i as u32, &docs[i]);
+        }
+        ix.insert(40, &docs[40]);
+        for list in ix.postings.values() {
+            assert!(list.windows(2).all(|w| w[0].0 < w[1].0), "{list:?}");
+        }
+        let loaded = ix.loaded_postings();
+        assert_eq!(loaded, docs.iter().map(|d| d.terms.len()).sum::<usize>());
+        let q = "alpha beta gamma delta";
+        // A few slots (probed) and many (one pass): each equals an index
+        // built without those documents' postings.
+        for dropped in [vec![3u32, 50, 119], (0..120).step_by(5).collect()] {
+            let mut cut = ix.clone();
+            cut.drop_postings_of(&dropped);
+            let mut rebuilt = Index::new(true);
+            for (i, d) in docs.iter().enumerate() {
+                let i = i as u32;
+                if dropped.binary_search(&i).is_ok() {
+                    rebuilt.set_doc_len(i, d.len);
+                } else {
+                    rebuilt.insert(i, d);
+                }
+            }
+            assert_eq!(ranked(&cut, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
+        }
+        // Lists loaded out of order are put in order.
+        let mut cache = Index::new(false);
+        cache.load_term("alpha", vec![(9, 1.0), (2, 2.0), (5, 1.0)]);
+        assert_eq!(cache.postings["alpha"], [(2, 2.0), (5, 1.0), (9, 1.0)]);
     }
 
     #[test]

@@ -29,8 +29,8 @@ pub use schema::migrate;
 use crate::error::Error;
 use crate::progress::Task;
 use crate::sqlite::{
-    busy, check_revision, content_problem, revision_digest, Changed, CommitLock, CommitPlan,
-    DocRow, Head, NewDoc, RevisionInfo, State, Storage, Verified, COMMIT_LOCK_WAIT,
+    busy, check_revision, content_problem, revision_digest, AllPostings, Changed, CommitLock,
+    CommitPlan, DocRow, Head, NewDoc, RevisionInfo, State, Storage, Verified, COMMIT_LOCK_WAIT,
     COMPILER_VERSION,
 };
 use okfit_core::kb::compile::Compiled;
@@ -430,6 +430,60 @@ impl Storage for PgStore {
             }
         }
         Ok(out)
+    }
+
+    fn all_postings(&self, limit: usize) -> Result<Option<AllPostings>, Error> {
+        let found = self.in_snapshot(|tx, head| {
+            // Per term, its postings as two arrays in one row (as a
+            // search's terms are read), in the primary key's order.
+            use postgres::fallible_iterator::FallibleIterator;
+            let id: &(dyn postgres::types::ToSql + Sync) = &self.id;
+            let mut lists: Vec<(i64, Vec<(u32, f32)>)> = vec![];
+            let mut count = 0usize;
+            let mut rows = tx
+                .query_raw(
+                    "SELECT term, array_agg(slot), array_agg(tf) FROM okfit_postings
+                      WHERE tenant = $1 GROUP BY term ORDER BY term",
+                    [id],
+                )
+                .map_err(pg_err)?;
+            while let Some(r) = rows.next().map_err(pg_err)? {
+                let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
+                let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
+                count += slots.len();
+                if count > limit {
+                    return Ok(None);
+                }
+                let mut list: Vec<(u32, f32)> =
+                    slots.into_iter().map(|s| s as u32).zip(tfs).collect();
+                if !list.is_sorted_by_key(|&(s, _)| s) {
+                    list.sort_unstable_by_key(|&(s, _)| s);
+                }
+                lists.push((r.try_get(0).map_err(pg_err)?, list));
+            }
+            drop(rows);
+            let ids: Vec<i64> = lists.iter().map(|(t, _)| *t).collect();
+            let names: HashMap<i64, String> = tx
+                .query("SELECT id, term FROM okfit_terms WHERE id = ANY($1)", &[&ids])
+                .map_err(pg_err)?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            let named = lists
+                .into_iter()
+                .map(|(id, list)| {
+                    let name = names.get(&id).cloned().ok_or_else(|| {
+                        Error::Store(format!(
+                            "postgresql tenant {}: database corruption: postings of unknown term {id}",
+                            self.tenant
+                        ))
+                    })?;
+                    Ok((name, list))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            Ok(Some((head, named)))
+        })?;
+        Ok(found)
     }
 
     fn commit(
