@@ -61,6 +61,7 @@ pub struct Metrics {
     listening: Family<DatabaseLabels, Gauge>,
     warm_tenants: Gauge,
     model_documents: Gauge,
+    postings_held: Gauge,
 }
 
 /// Each metric's name (after the `okfit_` prefix) and help text.
@@ -72,7 +73,8 @@ db_announcements_received Commit announcements received from the database (read 
 db_pool_connections Database connections of this process, idle or lent to a call
 db_following_commits 1 while commit announcements arrive from the database, 0 while reads check the head instead
 warm_tenants Tenants kept open with their read models
-read_model_documents Documents held in the warm read models";
+read_model_documents Documents held in the warm read models
+search_postings_held Search postings held in memory by the warm read models (the warm-up's, and words searched since)";
 
 /// `metric`, registered as `name` with its line of [`HELP`].
 fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, metric: M) -> M {
@@ -95,6 +97,8 @@ pub struct Now {
     pub warm_tenants: usize,
     /// Documents in those read models.
     pub model_documents: usize,
+    /// Search postings those read models hold.
+    pub postings_held: usize,
     /// Each PostgreSQL database's pool (none on SQLite).
     pub pools: Vec<(String, okfit_store::postgres::PoolUse)>,
 }
@@ -118,6 +122,7 @@ impl Metrics {
         let listening = registered(&mut r, "db_following_commits", Family::default());
         let warm_tenants = registered(&mut r, "warm_tenants", Gauge::default());
         let model_documents = registered(&mut r, "read_model_documents", Gauge::default());
+        let postings_held = registered(&mut r, "search_postings_held", Gauge::default());
         let registry = r;
         Metrics {
             registry,
@@ -130,6 +135,7 @@ impl Metrics {
             listening,
             warm_tenants,
             model_documents,
+            postings_held,
         }
     }
 
@@ -162,6 +168,7 @@ impl Metrics {
     pub fn render(&self, now: Now) -> String {
         self.warm_tenants.set(now.warm_tenants as i64);
         self.model_documents.set(now.model_documents as i64);
+        self.postings_held.set(now.postings_held as i64);
         let mut announced = self.announced.lock().unwrap_or_else(|p| p.into_inner());
         for (database, used) in now.pools {
             for (state, n) in [("idle", used.idle), ("lent", used.lent)] {
@@ -209,6 +216,7 @@ mod tests {
         let now = || Now {
             warm_tenants: 2,
             model_documents: 40,
+            postings_held: 900,
             pools: vec![(db.clone(), pool)],
         };
         m.render(now());
@@ -222,6 +230,7 @@ mod tests {
             r#"okfit_db_following_commits{database="postgres://okfit@db/kb"} 1"#,
             "okfit_warm_tenants 2",
             "okfit_read_model_documents 40",
+            "okfit_search_postings_held 900",
             "# EOF",
         ] {
             assert!(out.contains(want), "missing {want} in\n{out}");

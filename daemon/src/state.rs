@@ -319,8 +319,8 @@ impl Daemon {
             .map_err(|e| format!("the store does not answer: {e}"))
     }
 
-    /// What a metrics scrape reads now: the warm tenants, the documents in
-    /// their read models, and the database pools.
+    /// What a metrics scrape reads now: the warm tenants, the documents and
+    /// search postings in their read models, and the database pools.
     pub fn scrape(&self) -> Now {
         let tenants: Vec<Arc<Tenant>> = self.warm().open.values().map(|(t, _)| t.clone()).collect();
         Now {
@@ -328,6 +328,10 @@ impl Daemon {
             model_documents: tenants
                 .iter()
                 .filter_map(|t| t.reader().warm_documents())
+                .sum(),
+            postings_held: tenants
+                .iter()
+                .filter_map(|t| t.reader().held_postings())
                 .sum(),
             pools: okfit_store::postgres::pool_use(),
         }

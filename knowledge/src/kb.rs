@@ -227,6 +227,12 @@ impl Knowledge {
         }
     }
 
+    /// The search postings a store tenant's read model holds now, without
+    /// loading anything (`None`: not loaded, or not a store tenant).
+    pub fn held_postings(&self) -> Option<usize> {
+        self.store.as_ref().and_then(StoreKb::held_postings)
+    }
+
     /// The concepts in a store tenant's read model as loaded now, without
     /// loading it (`None`: not loaded, or not a store tenant).
     pub fn warm_documents(&self) -> Option<usize> {

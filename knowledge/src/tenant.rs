@@ -49,6 +49,34 @@ fn backoff(attempt: u32) {
 /// loaded terms; past it, the loaded terms are dropped and read again.
 const PATCH_SLOTS: usize = 64;
 
+/// The search terms the documents at `keys` were indexed with, derived
+/// again from their stored texts as the commit that stored them derived
+/// them; a document whose text cannot be read is left out.
+fn indexed_terms(
+    view: &View,
+    store: &dyn Storage,
+    keys: &[(String, String)],
+) -> HashMap<u32, DocTerms> {
+    let held: Vec<(u32, &str)> = keys
+        .iter()
+        .filter_map(|(b, p)| {
+            let slot = view.model.slot_of(b, p)?;
+            Some((slot, view.model.entry(slot)?.hash.as_str()))
+        })
+        .collect();
+    let hashes: Vec<&str> = held.iter().map(|(_, h)| *h).collect();
+    let Ok(texts) = store.blobs(&hashes) else {
+        return HashMap::new();
+    };
+    held.iter()
+        .zip(texts)
+        .filter_map(|((slot, _), bytes)| {
+            let text = String::from_utf8(bytes?).ok()?;
+            Some((*slot, view.terms(*slot, &text)?))
+        })
+        .collect()
+}
+
 /// Documents recompiled per transaction (see [`Loaded::recompile`]).
 const RECOMPILE_RUN: usize = 1_000;
 
@@ -282,6 +310,13 @@ impl StoreKb {
         st.view.as_ref().map(|v| v.model.concepts())
     }
 
+    /// The search postings the read model holds if it is loaded (and not
+    /// being changed this instant).
+    pub(crate) fn held_postings(&self) -> Option<usize> {
+        let st = self.state.try_read().ok()?;
+        st.view.as_ref().map(|v| v.index.loaded_postings())
+    }
+
     /// The tenant's name.
     pub(crate) fn tenant(&self) -> &str {
         &self.tenant
@@ -349,6 +384,15 @@ impl Loaded {
             }
             let since = self.head.as_ref().map_or(0, |h| h.seq);
             let (head, keys, rows) = store.changed_since(since)?;
+            // Before the model moves on: what the changed documents were
+            // indexed with, so their postings leave by those terms alone
+            // (a binary search in each of their lists, not a probe of
+            // every loaded list).
+            let before = if keys.len() <= PATCH_SLOTS {
+                indexed_terms(view, store, &keys)
+            } else {
+                HashMap::new()
+            };
             let mut upserted: Vec<u32> = rows.iter().map(|r| r.slot).collect();
             upserted.sort_unstable();
             let mut slots = upserted.clone();
@@ -374,7 +418,18 @@ impl Loaded {
             if slots.len() <= PATCH_SLOTS {
                 // A few documents changed: patch the loaded postings with
                 // their stored terms rather than loading every term again.
-                view.index.drop_postings_of(&slots);
+                // Each by its own terms where they are known and take all
+                // its postings out; the others from every list.
+                let rest: Vec<u32> = slots
+                    .iter()
+                    .copied()
+                    .filter(|s| {
+                        !before
+                            .get(s)
+                            .is_some_and(|t| view.index.remove_postings(*s, t))
+                    })
+                    .collect();
+                view.index.drop_postings_of(&rest);
                 for slot in slots {
                     if view.model.entry(slot).is_none() {
                         continue;

@@ -139,6 +139,9 @@ pub struct Index {
     /// is found by binary search, so taking a changed document out costs
     /// a few probes per term however long the lists grow.
     postings: FxHashMap<Box<str>, Vec<(u32, f32)>>,
+    /// Postings of each slot in the loaded lists, so that taking a
+    /// document out by its terms can tell whether it left none behind.
+    held: Vec<u32>,
     /// Weighted length per slot (meaningful where `present`).
     lens: Vec<f32>,
     /// Whether a document occupies the slot.
@@ -166,13 +169,47 @@ impl Index {
     pub fn insert(&mut self, slot: u32, doc: &DocTerms) {
         self.set_doc_len(slot, doc.len);
         for (term, tf) in &doc.terms {
-            if let Some(list) = self.postings.get_mut(term.as_str()) {
-                put(list, slot, *tf);
+            let added = if let Some(list) = self.postings.get_mut(term.as_str()) {
+                put(list, slot, *tf)
             } else if self.complete {
                 self.postings
                     .insert(term.as_str().into(), vec![(slot, *tf)]);
+                true
+            } else {
+                false
+            };
+            if added {
+                self.count(slot, 1);
             }
         }
+    }
+
+    /// Adds `by` to the postings counted for `slot`.
+    fn count(&mut self, slot: u32, by: i64) {
+        let i = slot as usize;
+        if i >= self.held.len() {
+            self.held.resize(i + 1, 0);
+        }
+        self.held[i] = (i64::from(self.held[i]) + by).max(0) as u32;
+    }
+
+    /// Takes `slot`'s postings out of the lists of `doc`'s terms (what it
+    /// was indexed with), leaving its stats; true when none of its postings
+    /// is left in any list. A few binary searches per term, where
+    /// [`Index::drop_postings_of`] probes every list.
+    pub fn remove_postings(&mut self, slot: u32, doc: &DocTerms) -> bool {
+        let mut removed = 0i64;
+        for (term, _) in &doc.terms {
+            let Some(list) = self.postings.get_mut(term.as_str()) else {
+                continue;
+            };
+            if let Ok(p) = list.binary_search_by_key(&slot, |&(s, _)| s) {
+                list.remove(p);
+                removed += 1;
+            }
+        }
+        self.count(slot, -removed);
+        self.held.get(slot as usize).is_none_or(|&n| n == 0)
     }
 
     /// Removes a document's postings and stats; `doc` is what it was
@@ -184,6 +221,9 @@ impl Index {
             };
             if let Ok(p) = list.binary_search_by_key(&slot, |&(s, _)| s) {
                 list.remove(p);
+                if let Some(n) = self.held.get_mut(slot as usize) {
+                    *n = n.saturating_sub(1);
+                }
             }
             // A cache keeps the empty list: the term is loaded and known
             // to have no postings.
@@ -238,6 +278,7 @@ impl Index {
     pub fn clear_terms(&mut self) {
         if !self.complete {
             self.postings.clear();
+            self.held.clear();
         }
     }
 
@@ -263,6 +304,11 @@ impl Index {
                 list.retain(|(s, _)| slots.binary_search(s).is_err());
             }
         }
+        for &slot in slots {
+            if let Some(n) = self.held.get_mut(slot as usize) {
+                *n = 0;
+            }
+        }
     }
 
     /// Query terms (tokenized, de-duplicated) not loaded yet; always empty
@@ -282,7 +328,19 @@ impl Index {
         if !postings.is_sorted_by_key(|&(s, _)| s) {
             postings.sort_unstable_by_key(|&(s, _)| s);
         }
-        self.postings.insert(term.into(), postings);
+        if let Some(&(last, _)) = postings.last() {
+            if last as usize >= self.held.len() {
+                self.held.resize(last as usize + 1, 0);
+            }
+        }
+        for &(slot, _) in &postings {
+            self.held[slot as usize] += 1;
+        }
+        if let Some(old) = self.postings.insert(term.into(), postings) {
+            for (slot, _) in old {
+                self.count(slot, -1);
+            }
+        }
     }
 
     /// Postings held in memory, over every loaded term.
@@ -535,15 +593,22 @@ impl Index {
 const PROBED_SLOTS: usize = 16;
 
 /// Puts `slot`'s posting into `list` (in slot order), replacing the one it
-/// has; a slot past the last, the common case, is appended.
-fn put(list: &mut Vec<(u32, f32)>, slot: u32, tf: f32) {
+/// has; a slot past the last, the common case, is appended. True when
+/// the posting is new.
+fn put(list: &mut Vec<(u32, f32)>, slot: u32, tf: f32) -> bool {
     if list.last().is_none_or(|&(s, _)| s < slot) {
         list.push((slot, tf));
-        return;
+        return true;
     }
     match list.binary_search_by_key(&slot, |&(s, _)| s) {
-        Ok(p) => list[p].1 = tf,
-        Err(p) => list.insert(p, (slot, tf)),
+        Ok(p) => {
+            list[p].1 = tf;
+            false
+        }
+        Err(p) => {
+            list.insert(p, (slot, tf));
+            true
+        }
     }
 }
 
@@ -1472,6 +1537,20 @@ mod tests {
             }
             assert_eq!(ranked(&cut, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
         }
+        // Taken out by the terms it was indexed with, a document leaves no
+        // posting behind and ranks as if dropped; taken out by fewer
+        // terms, it says some are left.
+        let mut cut = ix.clone();
+        assert!(cut.remove_postings(3, &docs[3]));
+        let mut dropped = ix.clone();
+        dropped.drop_postings_of(&[3]);
+        assert_eq!(ranked(&cut, &ids, q, 50), ranked(&dropped, &ids, q, 50));
+        let i = (4..120)
+            .find(|&i| docs[i].terms.len() >= 2)
+            .expect("a doc of two terms");
+        let mut fewer = docs[i].clone();
+        fewer.terms.pop();
+        assert!(!cut.remove_postings(i as u32, &fewer));
         // Lists loaded out of order are put in order.
         let mut cache = Index::new(false);
         cache.load_term("alpha", vec![(9, 1.0), (2, 2.0), (5, 1.0)]);
