@@ -2452,6 +2452,45 @@ fn health_readiness_and_metrics_answer_a_load_balancer() {
         .find_map(|l| l.strip_prefix("okfit_read_model_documents "))
         .and_then(|n| n.parse::<u64>().ok());
     assert!(documents.is_some_and(|n| n > 0), "{text}");
+    // The warm-up held the tenant's search postings.
+    assert!(postings_held(&text).is_some_and(|n| n > 0), "{text}");
     // No tenant is named in a scrape.
     assert!(!text.contains("acme"), "{text}");
+}
+
+/// `okfit_search_postings_held` of a scrape.
+fn postings_held(scrape: &str) -> Option<u64> {
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix("okfit_search_postings_held "))
+        .and_then(|n| n.parse().ok())
+}
+
+#[test]
+fn with_warm_postings_zero_a_search_reads_only_its_own_words() {
+    let sb = Sandbox::new();
+    sb.acme();
+    let reader = sb.mint("acme", false);
+    let d = sb.serve_tcp("127.0.0.1", &["--warm-postings", "0"]);
+    let auth = bearer(&reader);
+    let r = [("Authorization", auth.as_str())];
+    assert!(
+        poll(Duration::from_secs(30), || d
+            .req("GET", "/readyz", &[], b"")
+            .status
+            == 200),
+        "never ready: {}",
+        d.stderr()
+    );
+    let scrape = || {
+        let m = d.req("GET", "/metrics", &r, b"");
+        m.expect_status(200);
+        m.text()
+    };
+    assert_eq!(postings_held(&scrape()), Some(0));
+    let found = d.req("POST", "/v1/search", &r, br#"{"q": "churned customers"}"#);
+    found.expect_status(200);
+    assert!(found.text().contains("customers"), "{}", found.text());
+    let text = scrape();
+    assert!(postings_held(&text).is_some_and(|n| n > 0), "{text}");
 }
