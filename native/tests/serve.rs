@@ -2399,15 +2399,7 @@ fn health_readiness_and_metrics_answer_a_load_balancer() {
     let r = [("Authorization", auth.as_str())];
     // Whether the process is up, and ready, needs no token.
     d.req("GET", "/healthz", &[], b"").expect(200, "ok");
-    assert!(
-        poll(Duration::from_secs(30), || d
-            .req("GET", "/readyz", &[], b"")
-            .status
-            == 200),
-        "never ready: {:?}; {}",
-        d.req("GET", "/readyz", &[], b""),
-        d.stderr()
-    );
+    await_ready(&d);
     d.req("GET", "/readyz", &[], b"").expect(200, "ready");
     // Metrics need a token when the daemon has tokens.
     d.req("GET", "/metrics", &[], b"")
@@ -2458,6 +2450,19 @@ fn health_readiness_and_metrics_answer_a_load_balancer() {
     assert!(!text.contains("acme"), "{text}");
 }
 
+/// Waits until `/readyz` answers 200 (the warm-up is done).
+fn await_ready(d: &Daemon) {
+    assert!(
+        poll(Duration::from_secs(30), || d
+            .req("GET", "/readyz", &[], b"")
+            .status
+            == 200),
+        "never ready: {:?}; {}",
+        d.req("GET", "/readyz", &[], b""),
+        d.stderr()
+    );
+}
+
 /// `okfit_search_postings_held` of a scrape.
 fn postings_held(scrape: &str) -> Option<u64> {
     scrape
@@ -2474,14 +2479,7 @@ fn with_warm_postings_zero_a_search_reads_only_its_own_words() {
     let d = sb.serve_tcp("127.0.0.1", &["--warm-postings", "0"]);
     let auth = bearer(&reader);
     let r = [("Authorization", auth.as_str())];
-    assert!(
-        poll(Duration::from_secs(30), || d
-            .req("GET", "/readyz", &[], b"")
-            .status
-            == 200),
-        "never ready: {}",
-        d.stderr()
-    );
+    await_ready(&d);
     let scrape = || {
         let m = d.req("GET", "/metrics", &r, b"");
         m.expect_status(200);
