@@ -343,7 +343,7 @@ impl StoreKb {
                 return Ok(None);
             };
             for (term, list) in lists {
-                view.index.load_term(&term, list);
+                view.index.hold_term(&term, list);
             }
             return Ok(Some(view.index.loaded_postings()));
         }

@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::progress::Task;
 use okfit_core::doc::hex;
 use okfit_core::kb::compile::Compiled;
+use okfit_core::kb::postings::Postings;
 use okfit_core::kb::search::DocTerms;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
@@ -249,8 +250,8 @@ pub trait Storage: Send {
     }
 }
 
-/// A tenant's head and each term's postings `(slot, tf)` as of it.
-pub type AllPostings = (Option<Head>, Vec<(String, Vec<(u32, f32)>)>);
+/// A tenant's head and each term's postings as of it.
+pub type AllPostings = (Option<Head>, Vec<(String, Postings)>);
 
 /// The documents of one revision: `(bundle, path) → hash`.
 pub type State = std::collections::BTreeMap<(String, String), String>;
@@ -833,7 +834,7 @@ impl Storage for SqliteStore {
             let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
-        let mut out: Vec<(String, Vec<(u32, f32)>)> = vec![];
+        let mut out: Vec<(String, Postings)> = vec![];
         let mut last: Option<i64> = None;
         let mut count = 0usize;
         {
@@ -855,11 +856,11 @@ impl Storage for SqliteStore {
                             "database corruption: postings of unknown term {term}"
                         ))
                     })?;
-                    out.push((name, vec![]));
+                    out.push((name, Postings::default()));
                     last = Some(term);
                 }
                 if let Some((_, l)) = out.last_mut() {
-                    l.push((r.get::<_, u32>(1)?, r.get::<_, f64>(2)? as f32));
+                    l.put(r.get::<_, u32>(1)?, r.get::<_, f64>(2)? as f32);
                 }
             }
         }

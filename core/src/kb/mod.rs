@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod compile;
 pub mod model;
 pub mod names;
+pub mod postings;
 pub mod search;
 pub mod slice;
 pub mod text;

@@ -7,6 +7,7 @@
 //! and scores are accumulated in query-term order.
 
 pub use super::analyze::{query_terms, tokenize, tokens};
+use super::postings::Postings;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Weight of a token of the names text (see [`doc_terms`]).
@@ -138,7 +139,7 @@ pub struct Index {
     /// term → postings `(slot, tf)`, in slot order: a document's posting
     /// is found by binary search, so taking a changed document out costs
     /// a few probes per term however long the lists grow.
-    postings: FxHashMap<Box<str>, Vec<(u32, f32)>>,
+    postings: FxHashMap<Box<str>, Postings>,
     /// Postings of each slot in the loaded lists, so that taking a
     /// document out by its terms can tell whether it left none behind.
     held: Vec<u32>,
@@ -170,10 +171,11 @@ impl Index {
         self.set_doc_len(slot, doc.len);
         for (term, tf) in &doc.terms {
             let added = if let Some(list) = self.postings.get_mut(term.as_str()) {
-                put(list, slot, *tf)
+                list.put(slot, *tf)
             } else if self.complete {
-                self.postings
-                    .insert(term.as_str().into(), vec![(slot, *tf)]);
+                let mut list = Postings::default();
+                list.put(slot, *tf);
+                self.postings.insert(term.as_str().into(), list);
                 true
             } else {
                 false
@@ -203,8 +205,7 @@ impl Index {
             let Some(list) = self.postings.get_mut(term.as_str()) else {
                 continue;
             };
-            if let Ok(p) = list.binary_search_by_key(&slot, |&(s, _)| s) {
-                list.remove(p);
+            if list.remove(slot) {
                 removed += 1;
             }
         }
@@ -219,8 +220,7 @@ impl Index {
             let Some(list) = self.postings.get_mut(term.as_str()) else {
                 continue;
             };
-            if let Ok(p) = list.binary_search_by_key(&slot, |&(s, _)| s) {
-                list.remove(p);
+            if list.remove(slot) {
                 if let Some(n) = self.held.get_mut(slot as usize) {
                     *n = n.saturating_sub(1);
                 }
@@ -293,15 +293,13 @@ impl Index {
         // each list.
         if slots.len() <= PROBED_SLOTS {
             for list in self.postings.values_mut() {
-                for slot in slots {
-                    if let Ok(p) = list.binary_search_by_key(slot, |&(s, _)| s) {
-                        list.remove(p);
-                    }
+                for &slot in slots {
+                    list.remove(slot);
                 }
             }
         } else {
             for list in self.postings.values_mut() {
-                list.retain(|(s, _)| slots.binary_search(s).is_err());
+                list.retain(|s| slots.binary_search(&s).is_err());
             }
         }
         for &slot in slots {
@@ -324,20 +322,22 @@ impl Index {
 
     /// Loads (replaces) a term's postings `(slot, tf)` from the external
     /// store.
-    pub fn load_term(&mut self, term: &str, mut postings: Vec<(u32, f32)>) {
-        if !postings.is_sorted_by_key(|&(s, _)| s) {
-            postings.sort_unstable_by_key(|&(s, _)| s);
-        }
-        if let Some(&(last, _)) = postings.last() {
+    pub fn load_term(&mut self, term: &str, postings: Vec<(u32, f32)>) {
+        self.hold_term(term, Postings::from_pairs(postings));
+    }
+
+    /// [`Index::load_term`] for postings already in their compact form.
+    pub fn hold_term(&mut self, term: &str, postings: Postings) {
+        if let Some(&last) = postings.slots().last() {
             if last as usize >= self.held.len() {
                 self.held.resize(last as usize + 1, 0);
             }
         }
-        for &(slot, _) in &postings {
+        for &slot in postings.slots() {
             self.held[slot as usize] += 1;
         }
         if let Some(old) = self.postings.insert(term.into(), postings) {
-            for (slot, _) in old {
+            for &slot in old.slots() {
                 self.count(slot, -1);
             }
         }
@@ -345,7 +345,7 @@ impl Index {
 
     /// Postings held in memory, over every loaded term.
     pub fn loaded_postings(&self) -> usize {
-        self.postings.values().map(Vec::len).sum()
+        self.postings.values().map(Postings::len).sum()
     }
 
     /// Number of documents.
@@ -398,7 +398,7 @@ impl Index {
             let Some(list) = self.postings.get(term.as_str()).filter(|l| !l.is_empty()) else {
                 continue;
             };
-            let Some(&(_, tf)) = list.iter().find(|(s, _)| *s == slot) else {
+            let Some(tf) = list.tf_of(slot) else {
                 continue;
             };
             let idf = self.idf(list.len());
@@ -451,11 +451,10 @@ impl Index {
         if k == 0 || self.n == 0 {
             return Vec::new();
         }
-        let lists: Vec<&[(u32, f32)]> = terms
+        let lists: Vec<&Postings> = terms
             .iter()
             .filter_map(|t| self.postings.get(t.as_str()))
             .filter(|l| !l.is_empty())
-            .map(Vec::as_slice)
             .collect();
         if lists.is_empty() {
             return Vec::new();
@@ -463,7 +462,7 @@ impl Index {
         let lens = self.lens.as_slice();
         let (c0, c1) = self.norm_parts();
         let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
-        let idf = |list: &[(u32, f32)]| self.idf(list.len());
+        let idf = |list: &Postings| self.idf(list.len());
         let mut top = TopK::new(k, keep, id_of);
         // Scores accumulate term by term in query order; postings of slots
         // without a registered length are ignored.
@@ -495,7 +494,7 @@ impl Index {
                 acc.clear();
                 acc.resize(n, 0.0);
                 for (list, &idf) in lists.iter().zip(&idfs) {
-                    for &(slot, tf) in *list {
+                    for (slot, tf) in list.iter() {
                         let i = slot as usize;
                         if i < n {
                             acc[i] += score(idf, tf, lens[i]);
@@ -513,7 +512,7 @@ impl Index {
                 FxHashMap::with_capacity_and_hasher(bound, Default::default());
             for list in &lists {
                 let idf = idf(list);
-                for &(slot, tf) in *list {
+                for (slot, tf) in list.iter() {
                     if let Some(&len) = lens.get(slot as usize) {
                         *acc.entry(slot).or_insert(0.0) += score(idf, tf, len);
                     }
@@ -541,7 +540,7 @@ impl Index {
     /// at most [`SEED_POSTINGS`]).
     fn essential_lists(
         &self,
-        lists: &[&[(u32, f32)]],
+        lists: &[&Postings],
         idfs: &[f64],
         k: usize,
         keep: &dyn Fn(u32) -> bool,
@@ -561,7 +560,7 @@ impl Index {
             if seen.len() >= k || seen.len() + lists[j].len() > budget {
                 break;
             }
-            for &(slot, tf) in lists[j] {
+            for (slot, tf) in lists[j].iter() {
                 let i = slot as usize;
                 if self.present.get(i).copied().unwrap_or(false) {
                     seen.push((score(idfs[j], tf, self.lens[i]), slot));
@@ -591,26 +590,6 @@ impl Index {
 /// Slots [`Index::drop_postings_of`] finds by binary search in each list
 /// rather than by a pass over every posting.
 const PROBED_SLOTS: usize = 16;
-
-/// Puts `slot`'s posting into `list` (in slot order), replacing the one it
-/// has; a slot past the last, the common case, is appended. True when
-/// the posting is new.
-fn put(list: &mut Vec<(u32, f32)>, slot: u32, tf: f32) -> bool {
-    if list.last().is_none_or(|&(s, _)| s < slot) {
-        list.push((slot, tf));
-        return true;
-    }
-    match list.binary_search_by_key(&slot, |&(s, _)| s) {
-        Ok(p) => {
-            list[p].1 = tf;
-            false
-        }
-        Err(p) => {
-            list.insert(p, (slot, tf));
-            true
-        }
-    }
-}
 
 /// Postings read at most to find the score some `k` documents reach.
 const SEED_POSTINGS: usize = 4096;
@@ -661,7 +640,7 @@ fn kth_of_sorted(
 /// other lists count for those documents alone. `acc` is all zeros, at
 /// least as long as `lens`, and is left so.
 fn score_candidates(
-    lists: &[&[(u32, f32)]],
+    lists: &[&Postings],
     idfs: &[f64],
     essential: &[bool],
     lens: &[f32],
@@ -673,7 +652,7 @@ fn score_candidates(
     let flagged = |flags: &[u64], i: usize| flags[i >> 6] >> (i & 63) & 1 == 1;
     let mut candidates = Vec::new();
     for (list, _) in lists.iter().zip(essential).filter(|(_, e)| **e) {
-        for &(slot, _) in *list {
+        for &slot in list.slots() {
             let i = slot as usize;
             if i < n && !flagged(&flags, i) {
                 flags[i >> 6] |= 1 << (i & 63);
@@ -682,7 +661,7 @@ fn score_candidates(
         }
     }
     for ((list, &idf), &all) in lists.iter().zip(idfs).zip(essential) {
-        for &(slot, tf) in *list {
+        for (slot, tf) in list.iter() {
             let i = slot as usize;
             if i < n && (all || flagged(&flags, i)) {
                 acc[i] += score(idf, tf, lens[i]);
@@ -1337,9 +1316,9 @@ mod tests {
                     assert_eq!(got, want, "{q:?} k={k}");
                 }
                 let terms = query_terms(&q);
-                let lists: Vec<&[(u32, f32)]> = terms
+                let lists: Vec<&Postings> = terms
                     .iter()
-                    .filter_map(|t| ix.postings.get(t.as_str()).map(Vec::as_slice))
+                    .filter_map(|t| ix.postings.get(t.as_str()))
                     .collect();
                 let idfs: Vec<f64> = lists.iter().map(|l| ix.idf(l.len())).collect();
                 let (c0, c1) = ix.norm_parts();
@@ -1489,7 +1468,7 @@ mod tests {
         assert_eq!(missing, ["beta", "gamma", "nosuchterm"]);
         for t in &missing {
             let p = full.postings.get(t.as_str()).cloned().unwrap_or_default();
-            cache.load_term(t, p);
+            cache.load_term(t, p.iter().collect());
         }
         assert!(cache.missing_terms(q).is_empty());
         assert_eq!(ranked(&cache, &ids, q, 50), ranked(&full, &ids, q, 50));
@@ -1516,7 +1495,7 @@ mod tests {
         }
         ix.insert(40, &docs[40]);
         for list in ix.postings.values() {
-            assert!(list.windows(2).all(|w| w[0].0 < w[1].0), "{list:?}");
+            assert!(list.slots().windows(2).all(|w| w[0] < w[1]), "{list:?}");
         }
         let loaded = ix.loaded_postings();
         assert_eq!(loaded, docs.iter().map(|d| d.terms.len()).sum::<usize>());
@@ -1554,7 +1533,10 @@ mod tests {
         // Lists loaded out of order are put in order.
         let mut cache = Index::new(false);
         cache.load_term("alpha", vec![(9, 1.0), (2, 2.0), (5, 1.0)]);
-        assert_eq!(cache.postings["alpha"], [(2, 2.0), (5, 1.0), (9, 1.0)]);
+        assert_eq!(
+            cache.postings["alpha"].iter().collect::<Vec<_>>(),
+            [(2, 2.0), (5, 1.0), (9, 1.0)]
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ use crate::sqlite::{
     COMPILER_VERSION,
 };
 use okfit_core::kb::compile::Compiled;
+use okfit_core::kb::postings::Postings;
 use okfit_core::kb::search::DocTerms;
 use pool::{pg_err, Conn, Pool};
 use postgres::{Client, GenericClient, Row, Transaction};
@@ -436,7 +437,7 @@ impl Storage for PgStore {
         let found = self.in_snapshot(|tx, head| {
             use postgres::fallible_iterator::FallibleIterator;
             let id: &(dyn postgres::types::ToSql + Sync) = &self.id;
-            let mut lists: Vec<(i64, Vec<(u32, f32)>)> = vec![];
+            let mut lists: Vec<(i64, Postings)> = vec![];
             let mut count = 0usize;
             // Per term, its postings as two arrays in one row (as a
             // search's terms are read), in the primary key's order; the
@@ -454,10 +455,20 @@ impl Storage for PgStore {
                 let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
                 let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
                 count += slots.len();
+                let slots_sorted = slots.is_sorted();
                 if count > limit {
                     return Ok(None);
                 }
-                let list: Vec<(u32, f32)> = slots.into_iter().map(|s| s as u32).zip(tfs).collect();
+                let pairs = slots.into_iter().map(|s| s as u32).zip(tfs);
+                let list = if slots_sorted {
+                    let mut list = Postings::with_capacity(pairs.len());
+                    for (slot, tf) in pairs {
+                        list.put(slot, tf);
+                    }
+                    list
+                } else {
+                    Postings::from_pairs(pairs.collect())
+                };
                 lists.push((r.try_get(0).map_err(pg_err)?, list));
             }
             drop(rows);

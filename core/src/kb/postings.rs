@@ -1,0 +1,249 @@
+//! One term's postings `(slot, tf)`, compact and in slot order: a slot
+//! takes four bytes and a tf one, since a tf is a weighted count (whole
+//! numbers, nearly always small); the rare tf that is not a whole number
+//! from 1 to 255 is kept exactly beside the list. A long-lived reader that
+//! holds every posting of a large tenant in memory needs five bytes a
+//! posting rather than eight.
+
+/// The byte of a tf kept beside the list (no posting has a tf of 0).
+const WIDE: u8 = 0;
+
+/// The byte standing for `tf`: the tf itself when it is a whole number
+/// from 1 to 255, else [`WIDE`].
+fn byte(tf: f32) -> u8 {
+    if (1.0..=255.0).contains(&tf) && tf.fract() == 0.0 {
+        tf as u8
+    } else {
+        WIDE
+    }
+}
+
+/// A term's postings in slot order, each slot once.
+#[derive(Debug, Clone, Default)]
+pub struct Postings {
+    slots: Vec<u32>,
+    /// Each posting's tf as [`byte`] gives it.
+    tfs: Vec<u8>,
+    /// `(slot, tf)` of the postings whose byte is [`WIDE`], in slot order.
+    wide: Vec<(u32, f32)>,
+}
+
+impl Postings {
+    /// Postings from `(slot, tf)` pairs in any order (a slot listed twice
+    /// keeps its last tf).
+    pub fn from_pairs(mut pairs: Vec<(u32, f32)>) -> Postings {
+        if !pairs.is_sorted_by_key(|&(s, _)| s) {
+            pairs.sort_by_key(|&(s, _)| s);
+        }
+        let mut p = Postings::with_capacity(pairs.len());
+        for (slot, tf) in pairs {
+            p.put(slot, tf);
+        }
+        p.wide.shrink_to_fit();
+        p
+    }
+
+    /// Room for `n` postings before the lists grow.
+    pub fn with_capacity(n: usize) -> Postings {
+        Postings {
+            slots: Vec::with_capacity(n),
+            tfs: Vec::with_capacity(n),
+            wide: vec![],
+        }
+    }
+
+    /// Gives back the room not used.
+    pub fn shrink_to_fit(&mut self) {
+        self.slots.shrink_to_fit();
+        self.tfs.shrink_to_fit();
+        self.wide.shrink_to_fit();
+    }
+
+    /// The number of postings (the term's document frequency).
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no document holds the term.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The slots, in order.
+    pub fn slots(&self) -> &[u32] {
+        &self.slots
+    }
+
+    /// Each `(slot, tf)`, in slot order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            p: self,
+            i: 0,
+            w: 0,
+        }
+    }
+
+    /// The tf of `slot`, if it holds the term.
+    pub fn tf_of(&self, slot: u32) -> Option<f32> {
+        let i = self.slots.binary_search(&slot).ok()?;
+        Some(self.tf_at(i))
+    }
+
+    fn tf_at(&self, i: usize) -> f32 {
+        match self.tfs[i] {
+            WIDE => self.wide_tf(self.slots[i]),
+            b => f32::from(b),
+        }
+    }
+
+    fn wide_tf(&self, slot: u32) -> f32 {
+        self.wide
+            .binary_search_by_key(&slot, |&(s, _)| s)
+            .map_or(0.0, |w| self.wide[w].1)
+    }
+
+    /// Puts `slot`'s posting in, replacing the one it has; a slot past the
+    /// last, the common case, is appended. True when the posting is new.
+    pub fn put(&mut self, slot: u32, tf: f32) -> bool {
+        let b = byte(tf);
+        let (i, new) = if self.slots.last().is_none_or(|&s| s < slot) {
+            self.slots.push(slot);
+            self.tfs.push(b);
+            (self.slots.len() - 1, true)
+        } else {
+            match self.slots.binary_search(&slot) {
+                Ok(i) => (i, false),
+                Err(i) => {
+                    self.slots.insert(i, slot);
+                    self.tfs.insert(i, b);
+                    (i, true)
+                }
+            }
+        };
+        self.tfs[i] = b;
+        let w = self.wide.binary_search_by_key(&slot, |&(s, _)| s);
+        match (b, w) {
+            (WIDE, Ok(w)) => self.wide[w].1 = tf,
+            (WIDE, Err(w)) => self.wide.insert(w, (slot, tf)),
+            (_, Ok(w)) => {
+                self.wide.remove(w);
+            }
+            (_, Err(_)) => {}
+        }
+        new
+    }
+
+    /// Takes `slot`'s posting out; true when it had one.
+    pub fn remove(&mut self, slot: u32) -> bool {
+        let Ok(i) = self.slots.binary_search(&slot) else {
+            return false;
+        };
+        self.slots.remove(i);
+        if self.tfs.remove(i) == WIDE {
+            if let Ok(w) = self.wide.binary_search_by_key(&slot, |&(s, _)| s) {
+                self.wide.remove(w);
+            }
+        }
+        true
+    }
+
+    /// Keeps only the postings of slots `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
+        let mut at = 0;
+        for i in 0..self.slots.len() {
+            if keep(self.slots[i]) {
+                self.slots[at] = self.slots[i];
+                self.tfs[at] = self.tfs[i];
+                at += 1;
+            }
+        }
+        self.slots.truncate(at);
+        self.tfs.truncate(at);
+        self.wide.retain(|&(s, _)| keep(s));
+    }
+}
+
+/// The `(slot, tf)` pairs of a [`Postings`], in slot order.
+pub struct Iter<'a> {
+    p: &'a Postings,
+    i: usize,
+    /// Where the next wide tf is looked for (wide tfs come in slot order).
+    w: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (u32, f32);
+
+    fn next(&mut self) -> Option<(u32, f32)> {
+        let i = self.i;
+        let slot = *self.p.slots.get(i)?;
+        self.i += 1;
+        let tf = match self.p.tfs[i] {
+            WIDE => {
+                let wide = &self.p.wide;
+                while wide.get(self.w).is_some_and(|&(s, _)| s < slot) {
+                    self.w += 1;
+                }
+                wide.get(self.w)
+                    .filter(|&&(s, _)| s == slot)
+                    .map_or(0.0, |&(_, tf)| tf)
+            }
+            b => f32::from(b),
+        };
+        Some((slot, tf))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.p.slots.len() - self.i;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tf_comes_back_exactly_in_slot_order() {
+        let pairs = vec![
+            (9, 1.0),
+            (2, 300.0),
+            (5, 0.5),
+            (7, 255.0),
+            (1, 4.0),
+            (3, 1e9),
+            (4, 256.0),
+        ];
+        let p = Postings::from_pairs(pairs.clone());
+        let mut want = pairs;
+        want.sort_by_key(|&(s, _)| s);
+        assert_eq!(p.iter().collect::<Vec<_>>(), want);
+        assert_eq!(p.iter().len(), 7);
+        for &(s, tf) in &want {
+            assert_eq!(p.tf_of(s), Some(tf));
+        }
+        assert_eq!(p.tf_of(6), None);
+    }
+
+    #[test]
+    fn put_remove_and_retain_keep_the_wide_tfs_in_step() {
+        let mut p = Postings::from_pairs(vec![(1, 2.0), (4, 0.25), (8, 3.0)]);
+        // Replaced by a byte, then by a wide tf, then a new wide posting.
+        assert!(!p.put(4, 6.0));
+        assert!(!p.put(8, 1000.0));
+        assert!(p.put(6, 0.75));
+        assert!(p.put(0, 2.0));
+        assert_eq!(
+            p.iter().collect::<Vec<_>>(),
+            [(0, 2.0), (1, 2.0), (4, 6.0), (6, 0.75), (8, 1000.0)]
+        );
+        assert!(p.remove(6));
+        assert!(!p.remove(6));
+        p.retain(|s| s != 8);
+        assert_eq!(p.iter().collect::<Vec<_>>(), [(0, 2.0), (1, 2.0), (4, 6.0)]);
+        assert!(p.wide.is_empty());
+        assert_eq!(p.slots(), [0, 1, 4]);
+    }
+}
