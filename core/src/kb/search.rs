@@ -208,6 +208,11 @@ impl Index {
             if list.remove(slot) {
                 removed += 1;
             }
+            // A cache keeps the empty list: the term is loaded and known
+            // to have no postings.
+            if list.is_empty() && self.complete {
+                self.postings.remove(term.as_str());
+            }
         }
         self.count(slot, -removed);
         self.held.get(slot as usize).is_none_or(|&n| n == 0)
@@ -216,31 +221,8 @@ impl Index {
     /// Removes a document's postings and stats; `doc` is what it was
     /// inserted with.
     pub fn remove(&mut self, slot: u32, doc: &DocTerms) {
-        for (term, _) in &doc.terms {
-            let Some(list) = self.postings.get_mut(term.as_str()) else {
-                continue;
-            };
-            if list.remove(slot) {
-                if let Some(n) = self.held.get_mut(slot as usize) {
-                    *n = n.saturating_sub(1);
-                }
-            }
-            // A cache keeps the empty list: the term is loaded and known
-            // to have no postings.
-            if list.is_empty() && self.complete {
-                self.postings.remove(term.as_str());
-            }
-        }
-        let i = slot as usize;
-        if self.present.get(i).copied().unwrap_or(false) {
-            self.present[i] = false;
-            self.n -= 1;
-            self.total_len -= f64::from(self.lens[i]);
-            self.lens[i] = 0.0;
-            if self.n == 0 {
-                self.total_len = 0.0; // no rounding residue
-            }
-        }
+        self.remove_postings(slot, doc);
+        self.forget(slot);
     }
 
     /// Registers (or updates) a document's length without its postings, for
@@ -270,6 +252,9 @@ impl Index {
             self.n -= 1;
             self.total_len -= f64::from(self.lens[i]);
             self.lens[i] = 0.0;
+            if self.n == 0 {
+                self.total_len = 0.0; // no rounding residue
+            }
         }
     }
 
@@ -328,13 +313,8 @@ impl Index {
 
     /// [`Index::load_term`] for postings already in their compact form.
     pub fn hold_term(&mut self, term: &str, postings: Postings) {
-        if let Some(&last) = postings.slots().last() {
-            if last as usize >= self.held.len() {
-                self.held.resize(last as usize + 1, 0);
-            }
-        }
         for &slot in postings.slots() {
-            self.held[slot as usize] += 1;
+            self.count(slot, 1);
         }
         if let Some(old) = self.postings.insert(term.into(), postings) {
             for &slot in old.slots() {

@@ -455,20 +455,11 @@ impl Storage for PgStore {
                 let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
                 let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
                 count += slots.len();
-                let slots_sorted = slots.is_sorted();
                 if count > limit {
                     return Ok(None);
                 }
-                let pairs = slots.into_iter().map(|s| s as u32).zip(tfs);
-                let list = if slots_sorted {
-                    let mut list = Postings::with_capacity(pairs.len());
-                    for (slot, tf) in pairs {
-                        list.put(slot, tf);
-                    }
-                    list
-                } else {
-                    Postings::from_pairs(pairs.collect())
-                };
+                let list =
+                    Postings::from_pairs(slots.into_iter().map(|s| s as u32).zip(tfs).collect());
                 lists.push((r.try_get(0).map_err(pg_err)?, list));
             }
             drop(rows);
