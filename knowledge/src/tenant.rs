@@ -47,7 +47,7 @@ fn backoff(attempt: u32) {
 
 /// Most changed documents whose postings a catch-up patches into the
 /// loaded terms; past it, the loaded terms are dropped and read again.
-const PATCH_SLOTS: usize = 64;
+const PATCH_SLOTS: usize = 1_024;
 
 /// The search terms the documents at `keys` were indexed with, derived
 /// again from their stored texts as the commit that stored them derived
@@ -345,6 +345,7 @@ impl StoreKb {
             for (term, list) in lists {
                 view.index.hold_term(&term, list);
             }
+            view.index.hold_every_term();
             return Ok(Some(view.index.loaded_postings()));
         }
         Ok(None)
@@ -418,24 +419,35 @@ impl Loaded {
             if slots.len() <= PATCH_SLOTS {
                 // A few documents changed: patch the loaded postings with
                 // their stored terms rather than loading every term again.
-                // Each by its own terms where they are known and take all
-                // its postings out; the others from every list.
+                // Each moves from the terms it was indexed with to its new
+                // ones where those are known; the others are dropped from
+                // every list and inserted again.
+                let live: Vec<u32> = slots
+                    .iter()
+                    .copied()
+                    .filter(|&s| view.model.entry(s).is_some())
+                    .collect();
+                let now: HashMap<u32, DocTerms> = live
+                    .iter()
+                    .copied()
+                    .zip(store.terms_of_many(&live)?)
+                    .filter_map(|(s, t)| Some((s, t?)))
+                    .collect();
                 let rest: Vec<u32> = slots
                     .iter()
                     .copied()
-                    .filter(|s| {
-                        !before
-                            .get(s)
-                            .is_some_and(|t| view.index.remove_postings(*s, t))
+                    .filter(|s| match (before.get(s), now.get(s)) {
+                        (Some(old), Some(new)) => !view.index.repost(*s, old, new),
+                        (Some(old), None) => !view.index.remove_postings(*s, old),
+                        (None, _) => true,
                     })
                     .collect();
                 view.index.drop_postings_of(&rest);
-                for slot in slots {
-                    if view.model.entry(slot).is_none() {
-                        continue;
-                    }
-                    if let Some(t) = store.terms_of(slot)? {
-                        view.index.insert(slot, &t);
+                for (slot, t) in &now {
+                    if rest.binary_search(slot).is_ok() {
+                        view.index.insert(*slot, t);
+                    } else {
+                        view.index.set_doc_len(*slot, t.len);
                     }
                 }
             } else {

@@ -1949,6 +1949,14 @@ fn warm_postings_rank_as_postings_read_on_demand(backend: Backend) {
                 "{when}: {q}"
             );
         }
+        // Patched, not dropped: the reader still holds every posting,
+        // exactly those a full load reads now.
+        let all = Knowledge::open(&dsn).expect("open a loading reader");
+        assert_eq!(
+            warm.held_postings(),
+            all.warm_postings(usize::MAX).expect("load every posting"),
+            "{when}: postings held"
+        );
     };
     same("as loaded");
     let mut version = vec![0usize; 60];
@@ -1967,6 +1975,16 @@ fn warm_postings_rank_as_postings_read_on_demand(backend: Backend) {
     same("one document rewritten");
     rewrite(&(0..40).step_by(2).collect::<Vec<_>>());
     same("twenty documents rewritten");
+    // More documents than a reader used to patch in between two reads.
+    for i in 0..50 {
+        rewrite(&[(i * 7) % 60]);
+    }
+    for i in 100..130 {
+        writer
+            .commit(vec![put(i, 0, Pre::Create)], None)
+            .expect("add one");
+    }
+    same("eighty commits of one document");
     let gone = sha256_hex(&warm_text(3, version[3]));
     writer
         .commit(

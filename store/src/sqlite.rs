@@ -199,6 +199,11 @@ pub trait Storage: Send {
     }
     /// The stored search terms of a slot.
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error>;
+    /// The stored search terms of each of `slots`, in their order: one
+    /// round trip where the store is remote.
+    fn terms_of_many(&self, slots: &[u32]) -> Result<Vec<Option<DocTerms>>, Error> {
+        slots.iter().map(|&s| self.terms_of(s)).collect()
+    }
     /// The postings `(slot, tf)` of one term.
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error>;
     /// The postings of each of `terms`, in their order: one round trip

@@ -8,6 +8,9 @@
 /// The byte of a tf kept beside the list (no posting has a tf of 0).
 const WIDE: u8 = 0;
 
+/// Lists shorter than this grow by doubling (their slack is small).
+const SMALL: usize = 1024;
+
 /// The byte standing for `tf`: the tf itself when it is a whole number
 /// from 1 to 255, else [`WIDE`].
 fn byte(tf: f32) -> u8 {
@@ -106,18 +109,17 @@ impl Postings {
     /// last, the common case, is appended. True when the posting is new.
     pub fn put(&mut self, slot: u32, tf: f32) -> bool {
         let b = byte(tf);
-        let (i, new) = if self.slots.last().is_none_or(|&s| s < slot) {
-            self.slots.push(slot);
-            self.tfs.push(b);
-            (self.slots.len() - 1, true)
-        } else {
-            match self.slots.binary_search(&slot) {
-                Ok(i) => (i, false),
-                Err(i) => {
-                    self.slots.insert(i, slot);
-                    self.tfs.insert(i, b);
-                    (i, true)
-                }
+        let at = match self.slots.last() {
+            Some(&last) if last >= slot => self.slots.binary_search(&slot),
+            _ => Err(self.slots.len()),
+        };
+        let (i, new) = match at {
+            Ok(i) => (i, false),
+            Err(i) => {
+                self.grow();
+                self.slots.insert(i, slot);
+                self.tfs.insert(i, b);
+                (i, true)
             }
         };
         self.tfs[i] = b;
@@ -131,6 +133,20 @@ impl Postings {
             (_, Err(_)) => {}
         }
         new
+    }
+
+    /// Makes room for one more posting. A long list grows by an eighth,
+    /// not by doubling: a reader holding every list of a large tenant
+    /// would otherwise double the memory of each common word's list on the
+    /// first document written after the warm-up.
+    fn grow(&mut self) {
+        let n = self.slots.len();
+        if n < self.slots.capacity() && n < self.tfs.capacity() {
+            return;
+        }
+        let more = if n < SMALL { n.max(4) } else { n / 8 };
+        self.slots.reserve_exact(more);
+        self.tfs.reserve_exact(more);
     }
 
     /// Takes `slot`'s posting out; true when it had one.
@@ -225,6 +241,31 @@ mod tests {
             assert_eq!(p.tf_of(s), Some(tf));
         }
         assert_eq!(p.tf_of(6), None);
+    }
+
+    #[test]
+    fn a_long_list_grows_by_an_eighth() {
+        let mut p = Postings::from_pairs((0..10_000).map(|s| (s * 2, 1.0)).collect());
+        assert_eq!(p.slots.capacity(), 10_000);
+        p.put(1, 2.0);
+        p.put(30_000, 3.0);
+        assert_eq!(p.len(), 10_002);
+        assert!(
+            p.slots.capacity() <= 10_000 + 10_000 / 8,
+            "{}",
+            p.slots.capacity()
+        );
+        assert!(
+            p.tfs.capacity() <= 10_000 + 10_000 / 8,
+            "{}",
+            p.tfs.capacity()
+        );
+        assert_eq!(p.tf_of(1), Some(2.0));
+        assert_eq!(p.tf_of(30_000), Some(3.0));
+        // A short list still doubles.
+        let mut q = Postings::from_pairs(vec![(1, 1.0), (2, 1.0)]);
+        q.put(3, 1.0);
+        assert!(q.slots.capacity() >= 4);
     }
 
     #[test]

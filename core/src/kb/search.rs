@@ -169,6 +169,13 @@ impl Index {
     /// Adds a document (when replacing, remove the old version first).
     pub fn insert(&mut self, slot: u32, doc: &DocTerms) {
         self.set_doc_len(slot, doc.len);
+        self.put_terms(slot, doc);
+    }
+
+    /// Puts `slot`'s posting of each of `doc`'s terms into the lists (a
+    /// cache: the loaded ones); how many lists hold it now.
+    fn put_terms(&mut self, slot: u32, doc: &DocTerms) -> u32 {
+        let mut listed = 0;
         for (term, tf) in &doc.terms {
             let added = if let Some(list) = self.postings.get_mut(term.as_str()) {
                 list.put(slot, *tf)
@@ -178,12 +185,14 @@ impl Index {
                 self.postings.insert(term.as_str().into(), list);
                 true
             } else {
-                false
+                continue;
             };
+            listed += 1;
             if added {
                 self.count(slot, 1);
             }
         }
+        listed
     }
 
     /// Adds `by` to the postings counted for `slot`.
@@ -200,9 +209,15 @@ impl Index {
     /// is left in any list. A few binary searches per term, where
     /// [`Index::drop_postings_of`] probes every list.
     pub fn remove_postings(&mut self, slot: u32, doc: &DocTerms) -> bool {
+        self.take_out(slot, doc.terms.iter().map(|(t, _)| t.as_str()));
+        self.held.get(slot as usize).is_none_or(|&n| n == 0)
+    }
+
+    /// Takes `slot`'s posting out of the lists of `terms`.
+    fn take_out<'a>(&mut self, slot: u32, terms: impl Iterator<Item = &'a str>) {
         let mut removed = 0i64;
-        for (term, _) in &doc.terms {
-            let Some(list) = self.postings.get_mut(term.as_str()) else {
+        for term in terms {
+            let Some(list) = self.postings.get_mut(term) else {
                 continue;
             };
             if list.remove(slot) {
@@ -211,11 +226,27 @@ impl Index {
             // A cache keeps the empty list: the term is loaded and known
             // to have no postings.
             if list.is_empty() && self.complete {
-                self.postings.remove(term.as_str());
+                self.postings.remove(term);
             }
         }
         self.count(slot, -removed);
-        self.held.get(slot as usize).is_none_or(|&n| n == 0)
+    }
+
+    /// Moves `slot`'s postings from `old` (the terms it was indexed with)
+    /// to `new`, leaving its stats: a term in both keeps its place and
+    /// takes the new tf, so a rewritten document costs no shifting of the
+    /// long lists of the common words it still holds. False when postings
+    /// of `slot` outside `old` were left behind (then drop them with
+    /// [`Index::drop_postings_of`] and insert `new` again).
+    pub fn repost(&mut self, slot: u32, old: &DocTerms, new: &DocTerms) -> bool {
+        let gone = old.terms.iter().map(|(t, _)| t.as_str()).filter(|t| {
+            new.terms
+                .binary_search_by(|(n, _)| n.as_str().cmp(t))
+                .is_err()
+        });
+        self.take_out(slot, gone);
+        let listed = self.put_terms(slot, new);
+        self.held.get(slot as usize).copied().unwrap_or(0) == listed
     }
 
     /// Removes a document's postings and stats; `doc` is what it was
@@ -258,13 +289,20 @@ impl Index {
         }
     }
 
-    /// Drops every loaded term of a cache (`complete = false`), so they are
-    /// loaded again from the store; a complete index is left alone.
+    /// Drops every term: the index becomes a cache (`complete = false`)
+    /// whose terms are loaded again from the store as queries need them.
     pub fn clear_terms(&mut self) {
-        if !self.complete {
-            self.postings.clear();
-            self.held.clear();
-        }
+        self.postings.clear();
+        self.held.clear();
+        self.complete = false;
+    }
+
+    /// Marks a cache into which every term of the store was loaded as
+    /// complete: a word it lacks has no postings (no query waits for the
+    /// store to say so), and a document patched in starts the lists of its
+    /// new words.
+    pub fn hold_every_term(&mut self) {
+        self.complete = true;
     }
 
     /// Drops the postings of `slots` (sorted) from every loaded term, so
@@ -1517,6 +1555,49 @@ mod tests {
             cache.postings["alpha"].iter().collect::<Vec<_>>(),
             [(2, 2.0), (5, 1.0), (9, 1.0)]
         );
+    }
+
+    #[test]
+    fn reposting_a_document_equals_a_rebuild() {
+        let docs = random_docs(11, 80);
+        let next = random_docs(12, 80);
+        let ids = seq_ids(80);
+        let q = "alpha beta gamma delta";
+        let postings = |ix: &Index| {
+            let mut all: Vec<(String, Vec<(u32, f32)>)> = ix
+                .postings
+                .iter()
+                .map(|(t, p)| (t.to_string(), p.iter().collect()))
+                .collect();
+            all.sort_by(|a, b| a.0.cmp(&b.0));
+            all
+        };
+        let mut ix = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            ix.insert(i as u32, d);
+        }
+        let mut rebuilt = Index::new(true);
+        for i in 0..80usize {
+            let d = if i % 3 == 0 { &next[i] } else { &docs[i] };
+            rebuilt.insert(i as u32, d);
+        }
+        for i in (0..80usize).step_by(3) {
+            assert!(ix.repost(i as u32, &docs[i], &next[i]), "slot {i}");
+            ix.set_doc_len(i as u32, next[i].len);
+        }
+        assert_eq!(postings(&ix), postings(&rebuilt));
+        assert_eq!(ix.loaded_postings(), rebuilt.loaded_postings());
+        assert_eq!(ranked(&ix, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
+        // Told fewer terms than it was indexed with, it says some postings
+        // were left behind.
+        let i = (1..80)
+            .find(|&i| i % 3 != 0 && docs[i].terms.len() >= 2)
+            .expect("a doc of two terms");
+        let mut fewer = docs[i].clone();
+        let lost = fewer.terms.remove(0);
+        let mut other = next[i].clone();
+        other.terms.retain(|(t, _)| *t != lost.0);
+        assert!(!ix.repost(i as u32, &fewer, &other));
     }
 
     #[test]

@@ -397,6 +397,25 @@ impl Storage for PgStore {
             .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0))))
     }
 
+    fn terms_of_many(&self, slots: &[u32]) -> Result<Vec<Option<DocTerms>>, Error> {
+        if slots.is_empty() {
+            return Ok(vec![]);
+        }
+        let wanted: Vec<i32> = slots.iter().map(|&s| s as i32).collect();
+        let rows = self.client()?.query_prepared(
+            "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
+            &[&self.id, &wanted],
+        )?;
+        let mut found: HashMap<i32, DocTerms> = HashMap::with_capacity(rows.len());
+        for r in &rows {
+            let slot: i32 = r.try_get(0).map_err(pg_err)?;
+            if let Some(t) = DocTerms::decode(r.try_get::<_, &[u8]>(1).map_err(pg_err)?) {
+                found.insert(slot, t);
+            }
+        }
+        Ok(wanted.iter().map(|s| found.remove(s)).collect())
+    }
+
     fn postings(&self, term: &str) -> Result<Vec<(u32, f32)>, Error> {
         Ok(self
             .postings_of(&[term.to_string()])?
