@@ -85,7 +85,7 @@ pub const WARM_TENANTS: usize = 200;
 pub const WARM_UP_DOCUMENTS: usize = 200_000;
 
 /// How many search postings the warm-up holds in memory at most, over all
-/// the tenants it warms (about 8 bytes each: some 380 MB). A warmed
+/// the tenants it warms (about 5 bytes each: some 240 MB). A warmed
 /// tenant whose postings fit in what is left is searched from memory
 /// alone; the others read each word's postings on its first search.
 pub const WARM_POSTINGS: usize = 48_000_000;

@@ -798,7 +798,7 @@ pub struct ServeArgs {
           value_parser = clap::value_parser!(usize))]
     pub warm_tenants: usize,
     /// Search postings the warm-up at start holds in memory at most, over
-    /// the tenants it warms (about 8 bytes each); a tenant whose postings
+    /// the tenants it warms (about 5 bytes each); a tenant whose postings
     /// fit is searched without reading the store, the others read each
     /// word's postings on its first search. 0 holds none.
     #[arg(long, default_value_t = okfit_daemon::serve::WARM_POSTINGS, value_name = "N",
