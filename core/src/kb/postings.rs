@@ -163,6 +163,61 @@ impl Postings {
         true
     }
 
+    /// Applies `edits` in one pass over the list: each `(slot, Some(tf))`
+    /// puts the slot's posting in (replacing the one it has), each
+    /// `(slot, None)` takes it out. `edits` are in slot order, each slot
+    /// once. `counted(slot, change)` hears of each posting added (+1) or
+    /// removed (-1). Many documents changed at once cost one copy of the
+    /// list rather than a shift of it per document.
+    pub fn merge(&mut self, edits: &[(u32, Option<f32>)], mut counted: impl FnMut(u32, i64)) {
+        let adds = edits.iter().filter(|(_, tf)| tf.is_some()).count();
+        let mut out = Postings::with_capacity(self.slots.len() + adds);
+        // Next posting and next wide tf of `self` not copied yet.
+        let (mut i, mut w) = (0, 0);
+        for &(slot, tf) in edits {
+            let end = i + self.slots[i..].partition_point(|&s| s < slot);
+            w = self.copy_into(&mut out, i..end, w);
+            i = end;
+            let had = self.slots.get(i) == Some(&slot);
+            if had {
+                i += 1;
+                if self.wide.get(w).is_some_and(|&(s, _)| s == slot) {
+                    w += 1;
+                }
+            }
+            match tf {
+                Some(tf) => {
+                    let b = byte(tf);
+                    out.slots.push(slot);
+                    out.tfs.push(b);
+                    if b == WIDE {
+                        out.wide.push((slot, tf));
+                    }
+                    if !had {
+                        counted(slot, 1);
+                    }
+                }
+                None if had => counted(slot, -1),
+                None => {}
+            }
+        }
+        self.copy_into(&mut out, i..self.slots.len(), w);
+        *self = out;
+    }
+
+    /// Appends the postings `run` to `out`, with their wide tfs (looked for
+    /// from `w` on); where the next wide tf is looked for after them.
+    fn copy_into(&self, out: &mut Postings, run: std::ops::Range<usize>, w: usize) -> usize {
+        let Some(&last) = self.slots[run.clone()].last() else {
+            return w;
+        };
+        out.slots.extend_from_slice(&self.slots[run.clone()]);
+        out.tfs.extend_from_slice(&self.tfs[run]);
+        let to = w + self.wide[w..].partition_point(|&(s, _)| s <= last);
+        out.wide.extend_from_slice(&self.wide[w..to]);
+        to
+    }
+
     /// Keeps only the postings of slots `keep` accepts.
     pub fn retain(&mut self, keep: impl Fn(u32) -> bool) {
         let mut at = 0;
@@ -241,6 +296,42 @@ mod tests {
             assert_eq!(p.tf_of(s), Some(tf));
         }
         assert_eq!(p.tf_of(6), None);
+    }
+
+    #[test]
+    fn merging_edits_equals_putting_and_removing_them_one_by_one() {
+        let pairs: Vec<(u32, f32)> = (0..200)
+            .map(|s| (s * 3, if s % 9 == 0 { 0.5 } else { (s % 4 + 1) as f32 }))
+            .collect();
+        let edits: Vec<(u32, Option<f32>)> = (0..600)
+            .step_by(7)
+            .map(|s| match s % 5 {
+                0 => (s, None),
+                1 => (s, Some(2.5)),
+                _ => (s, Some(3.0)),
+            })
+            .collect();
+        let mut merged = Postings::from_pairs(pairs.clone());
+        let mut net = 0i64;
+        merged.merge(&edits, |_, by| net += by);
+        let mut one = Postings::from_pairs(pairs);
+        let before = one.len() as i64;
+        for &(s, tf) in &edits {
+            match tf {
+                Some(tf) => {
+                    one.put(s, tf);
+                }
+                None => {
+                    one.remove(s);
+                }
+            }
+        }
+        assert_eq!(
+            merged.iter().collect::<Vec<_>>(),
+            one.iter().collect::<Vec<_>>()
+        );
+        assert_eq!(merged.wide, one.wide);
+        assert_eq!(net, one.len() as i64 - before);
     }
 
     #[test]

@@ -249,6 +249,68 @@ impl Index {
         self.held.get(slot as usize).copied().unwrap_or(0) == listed
     }
 
+    /// [`Index::repost`] of many documents at once, `(slot, old, new)`
+    /// with `new` `None` for a document gone: each list they touch is
+    /// copied once with all their changes, where moving them one by one
+    /// would shift a common word's long list once per document. The slots
+    /// (sorted) that left postings behind outside their `old` terms.
+    pub fn repost_many(&mut self, docs: &[(u32, &DocTerms, Option<&DocTerms>)]) -> Vec<u32> {
+        let mut edits: FxHashMap<&str, Vec<(u32, Option<f32>)>> = FxHashMap::default();
+        for &(slot, old, new) in docs {
+            let new_terms = new.map_or(&[][..], |d| d.terms.as_slice());
+            for (t, _) in &old.terms {
+                if new_terms
+                    .binary_search_by(|(n, _)| n.as_str().cmp(t))
+                    .is_err()
+                {
+                    edits.entry(t.as_str()).or_default().push((slot, None));
+                }
+            }
+            for (t, tf) in new_terms {
+                edits.entry(t.as_str()).or_default().push((slot, Some(*tf)));
+            }
+        }
+        let mut counts: Vec<(u32, i64)> = Vec::new();
+        for (term, mut list_edits) in edits {
+            list_edits.sort_unstable_by_key(|&(s, _)| s);
+            let counted = |slot, by| counts.push((slot, by));
+            match self.postings.get_mut(term) {
+                Some(list) => {
+                    list.merge(&list_edits, counted);
+                    if list.is_empty() && self.complete {
+                        self.postings.remove(term);
+                    }
+                }
+                None if self.complete => {
+                    let mut list = Postings::default();
+                    list.merge(&list_edits, counted);
+                    if !list.is_empty() {
+                        self.postings.insert(term.into(), list);
+                    }
+                }
+                None => {}
+            }
+        }
+        for (slot, by) in counts {
+            self.count(slot, by);
+        }
+        let mut left: Vec<u32> = docs
+            .iter()
+            .filter(|(slot, _, new)| {
+                let listed = new.map_or(0, |d| {
+                    d.terms
+                        .iter()
+                        .filter(|(t, _)| self.postings.contains_key(t.as_str()))
+                        .count()
+                });
+                self.held.get(*slot as usize).copied().unwrap_or(0) as usize != listed
+            })
+            .map(|(slot, _, _)| *slot)
+            .collect();
+        left.sort_unstable();
+        left
+    }
+
     /// Removes a document's postings and stats; `doc` is what it was
     /// inserted with.
     pub fn remove(&mut self, slot: u32, doc: &DocTerms) {
@@ -1598,6 +1660,75 @@ mod tests {
         let mut other = next[i].clone();
         other.terms.retain(|(t, _)| *t != lost.0);
         assert!(!ix.repost(i as u32, &fewer, &other));
+    }
+
+    #[test]
+    fn reposting_many_documents_at_once_equals_a_rebuild() {
+        let docs = random_docs(21, 90);
+        let next = random_docs(22, 90);
+        let ids = seq_ids(90);
+        let postings = |ix: &Index| {
+            let mut all: Vec<(String, Vec<(u32, f32)>)> = ix
+                .postings
+                .iter()
+                .map(|(t, p)| (t.to_string(), p.iter().collect()))
+                .collect();
+            all.sort_by(|a, b| a.0.cmp(&b.0));
+            all
+        };
+        // Every third document rewritten, every seventh (not rewritten)
+        // gone, in a complete index and in a cache holding some terms.
+        let fate = |i: usize| match (i % 3, i % 7) {
+            (0, _) => Some(&next[i]),
+            (_, 0) => None,
+            _ => Some(&docs[i]),
+        };
+        for complete in [true, false] {
+            let mut ix = Index::new(complete);
+            let mut rebuilt = Index::new(complete);
+            if !complete {
+                for t in ["alpha", "beta", "gamma", "delta"] {
+                    ix.load_term(t, vec![]);
+                    rebuilt.load_term(t, vec![]);
+                }
+            }
+            for (i, d) in docs.iter().enumerate() {
+                ix.insert(i as u32, d);
+                match fate(i) {
+                    Some(d) => rebuilt.insert(i as u32, d),
+                    None => rebuilt.set_doc_len(i as u32, 0.0),
+                }
+            }
+            let moves: Vec<(u32, &DocTerms, Option<&DocTerms>)> = (0..90)
+                .filter(|i| i % 3 == 0 || i % 7 == 0)
+                .map(|i| (i as u32, &docs[i], fate(i)))
+                .collect();
+            assert_eq!(ix.repost_many(&moves), Vec::<u32>::new());
+            for (i, _, new) in &moves {
+                ix.set_doc_len(*i, new.map_or(0.0, |d| d.len));
+            }
+            assert_eq!(postings(&ix), postings(&rebuilt), "complete {complete}");
+            assert_eq!(ix.loaded_postings(), rebuilt.loaded_postings());
+            let q = "alpha beta gamma delta";
+            assert_eq!(ranked(&ix, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
+        }
+        // Told fewer terms than it was indexed with, a document is named
+        // as having left postings behind.
+        let mut ix = Index::new(true);
+        for (i, d) in docs.iter().enumerate() {
+            ix.insert(i as u32, d);
+        }
+        let i = (1..90)
+            .find(|&i| docs[i].terms.len() >= 2)
+            .expect("a doc of two terms");
+        let mut fewer = docs[i].clone();
+        let lost = fewer.terms.remove(0);
+        let mut other = next[i].clone();
+        other.terms.retain(|(t, _)| *t != lost.0);
+        assert_eq!(
+            ix.repost_many(&[(i as u32, &fewer, Some(&other))]),
+            vec![i as u32]
+        );
     }
 
     #[test]
