@@ -1619,21 +1619,23 @@ mod tests {
         );
     }
 
+    /// Each term's postings, terms in order.
+    fn every_posting(ix: &Index) -> Vec<(String, Vec<(u32, f32)>)> {
+        let mut all: Vec<(String, Vec<(u32, f32)>)> = ix
+            .postings
+            .iter()
+            .map(|(t, p)| (t.to_string(), p.iter().collect()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
     #[test]
     fn reposting_a_document_equals_a_rebuild() {
         let docs = random_docs(11, 80);
         let next = random_docs(12, 80);
         let ids = seq_ids(80);
         let q = "alpha beta gamma delta";
-        let postings = |ix: &Index| {
-            let mut all: Vec<(String, Vec<(u32, f32)>)> = ix
-                .postings
-                .iter()
-                .map(|(t, p)| (t.to_string(), p.iter().collect()))
-                .collect();
-            all.sort_by(|a, b| a.0.cmp(&b.0));
-            all
-        };
         let mut ix = Index::new(true);
         for (i, d) in docs.iter().enumerate() {
             ix.insert(i as u32, d);
@@ -1647,7 +1649,7 @@ mod tests {
             assert!(ix.repost(i as u32, &docs[i], &next[i]), "slot {i}");
             ix.set_doc_len(i as u32, next[i].len);
         }
-        assert_eq!(postings(&ix), postings(&rebuilt));
+        assert_eq!(every_posting(&ix), every_posting(&rebuilt));
         assert_eq!(ix.loaded_postings(), rebuilt.loaded_postings());
         assert_eq!(ranked(&ix, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
         // Told fewer terms than it was indexed with, it says some postings
@@ -1667,15 +1669,6 @@ mod tests {
         let docs = random_docs(21, 90);
         let next = random_docs(22, 90);
         let ids = seq_ids(90);
-        let postings = |ix: &Index| {
-            let mut all: Vec<(String, Vec<(u32, f32)>)> = ix
-                .postings
-                .iter()
-                .map(|(t, p)| (t.to_string(), p.iter().collect()))
-                .collect();
-            all.sort_by(|a, b| a.0.cmp(&b.0));
-            all
-        };
         // Every third document rewritten, every seventh (not rewritten)
         // gone, in a complete index and in a cache holding some terms.
         let fate = |i: usize| match (i % 3, i % 7) {
@@ -1707,7 +1700,11 @@ mod tests {
             for (i, _, new) in &moves {
                 ix.set_doc_len(*i, new.map_or(0.0, |d| d.len));
             }
-            assert_eq!(postings(&ix), postings(&rebuilt), "complete {complete}");
+            assert_eq!(
+                every_posting(&ix),
+                every_posting(&rebuilt),
+                "complete {complete}"
+            );
             assert_eq!(ix.loaded_postings(), rebuilt.loaded_postings());
             let q = "alpha beta gamma delta";
             assert_eq!(ranked(&ix, &ids, q, 50), ranked(&rebuilt, &ids, q, 50));
