@@ -49,10 +49,6 @@ fn backoff(attempt: u32) {
 /// loaded terms; past it, the loaded terms are dropped and read again.
 const PATCH_SLOTS: usize = 1_024;
 
-/// Most changed documents a catch-up moves one by one (past it, every
-/// list they touch is copied once with all their changes).
-const REPOSTED_ONE_BY_ONE: usize = 8;
-
 /// The search terms the documents at `keys` were indexed with, derived
 /// again from their stored texts as the commit that stored them derived
 /// them; a document whose text cannot be read is left out.
@@ -439,19 +435,9 @@ impl Loaded {
                     .collect();
                 let (known, mut rest): (Vec<u32>, Vec<u32>) =
                     slots.iter().partition(|s| before.contains_key(s));
-                if known.len() <= REPOSTED_ONE_BY_ONE {
-                    rest.extend(known.iter().copied().filter(|s| {
-                        let old = &before[s];
-                        match now.get(s) {
-                            Some(new) => !view.index.repost(*s, old, new),
-                            None => !view.index.remove_postings(*s, old),
-                        }
-                    }));
-                } else {
-                    let moves: Vec<(u32, &DocTerms, Option<&DocTerms>)> =
-                        known.iter().map(|s| (*s, &before[s], now.get(s))).collect();
-                    rest.extend(view.index.repost_many(&moves));
-                }
+                let moves: Vec<(u32, &DocTerms, Option<&DocTerms>)> =
+                    known.iter().map(|s| (*s, &before[s], now.get(s))).collect();
+                rest.extend(view.index.repost_many(&moves));
                 rest.sort_unstable();
                 view.index.drop_postings_of(&rest);
                 for (slot, t) in &now {

@@ -841,6 +841,14 @@ impl Storage for SqliteStore {
         };
         let mut out: Vec<(String, Postings)> = vec![];
         let mut last: Option<i64> = None;
+        // The postings of the last term read so far (read whole, then
+        // made compact at their exact size).
+        let mut pairs: Vec<(u32, f32)> = vec![];
+        let finish = |out: &mut Vec<(String, Postings)>, pairs: &mut Vec<(u32, f32)>| {
+            if let Some((_, l)) = out.last_mut() {
+                *l = Postings::from_pairs(std::mem::take(pairs));
+            }
+        };
         let mut count = 0usize;
         {
             // The primary key's order: term, then slot.
@@ -853,9 +861,7 @@ impl Storage for SqliteStore {
                 }
                 let term: i64 = r.get(0)?;
                 if last != Some(term) {
-                    if let Some((_, l)) = out.last_mut() {
-                        l.shrink_to_fit();
-                    }
+                    finish(&mut out, &mut pairs);
                     let name = names.get(&term).cloned().ok_or_else(|| {
                         Error::Store(format!(
                             "database corruption: postings of unknown term {term}"
@@ -864,14 +870,10 @@ impl Storage for SqliteStore {
                     out.push((name, Postings::default()));
                     last = Some(term);
                 }
-                if let Some((_, l)) = out.last_mut() {
-                    l.put(r.get::<_, u32>(1)?, r.get::<_, f64>(2)? as f32);
-                }
+                pairs.push((r.get::<_, u32>(1)?, r.get::<_, f64>(2)? as f32));
             }
         }
-        if let Some((_, l)) = out.last_mut() {
-            l.shrink_to_fit();
-        }
+        finish(&mut out, &mut pairs);
         tx.commit()?;
         Ok(Some((head, out)))
     }

@@ -47,19 +47,12 @@ impl Postings {
     }
 
     /// Room for `n` postings before the lists grow.
-    pub fn with_capacity(n: usize) -> Postings {
+    fn with_capacity(n: usize) -> Postings {
         Postings {
             slots: Vec::with_capacity(n),
             tfs: Vec::with_capacity(n),
             wide: vec![],
         }
-    }
-
-    /// Gives back the room not used.
-    pub fn shrink_to_fit(&mut self) {
-        self.slots.shrink_to_fit();
-        self.tfs.shrink_to_fit();
-        self.wide.shrink_to_fit();
     }
 
     /// The number of postings (the term's document frequency).

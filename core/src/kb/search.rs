@@ -233,19 +233,15 @@ impl Index {
     }
 
     /// Moves `slot`'s postings from `old` (the terms it was indexed with)
-    /// to `new`, leaving its stats: a term in both keeps its place and
+    /// to `new` (`None`: it is gone), leaving its stats: a term in both
+    /// keeps its place and
     /// takes the new tf, so a rewritten document costs no shifting of the
     /// long lists of the common words it still holds. False when postings
     /// of `slot` outside `old` were left behind (then drop them with
     /// [`Index::drop_postings_of`] and insert `new` again).
-    pub fn repost(&mut self, slot: u32, old: &DocTerms, new: &DocTerms) -> bool {
-        let gone = old.terms.iter().map(|(t, _)| t.as_str()).filter(|t| {
-            new.terms
-                .binary_search_by(|(n, _)| n.as_str().cmp(t))
-                .is_err()
-        });
-        self.take_out(slot, gone);
-        let listed = self.put_terms(slot, new);
+    pub fn repost(&mut self, slot: u32, old: &DocTerms, new: Option<&DocTerms>) -> bool {
+        self.take_out(slot, gone_terms(old, new));
+        let listed = new.map_or(0, |d| self.put_terms(slot, d));
         self.held.get(slot as usize).copied().unwrap_or(0) == listed
     }
 
@@ -255,18 +251,21 @@ impl Index {
     /// would shift a common word's long list once per document. The slots
     /// (sorted) that left postings behind outside their `old` terms.
     pub fn repost_many(&mut self, docs: &[(u32, &DocTerms, Option<&DocTerms>)]) -> Vec<u32> {
+        if docs.len() <= REPOSTED_ONE_BY_ONE {
+            let mut left: Vec<u32> = docs
+                .iter()
+                .filter(|&&(slot, old, new)| !self.repost(slot, old, new))
+                .map(|&(slot, _, _)| slot)
+                .collect();
+            left.sort_unstable();
+            return left;
+        }
         let mut edits: FxHashMap<&str, Vec<(u32, Option<f32>)>> = FxHashMap::default();
         for &(slot, old, new) in docs {
-            let new_terms = new.map_or(&[][..], |d| d.terms.as_slice());
-            for (t, _) in &old.terms {
-                if new_terms
-                    .binary_search_by(|(n, _)| n.as_str().cmp(t))
-                    .is_err()
-                {
-                    edits.entry(t.as_str()).or_default().push((slot, None));
-                }
+            for t in gone_terms(old, new) {
+                edits.entry(t).or_default().push((slot, None));
             }
-            for (t, tf) in new_terms {
+            for (t, tf) in new.map_or(&[][..], |d| d.terms.as_slice()) {
                 edits.entry(t.as_str()).or_default().push((slot, Some(*tf)));
             }
         }
@@ -665,6 +664,21 @@ impl Index {
         }
         essential.contains(&false).then_some(essential)
     }
+}
+
+/// Most documents [`Index::repost_many`] moves one by one; past it, each
+/// list they touch is copied once with all their changes.
+const REPOSTED_ONE_BY_ONE: usize = 8;
+
+/// The terms of `old` that `new` (`None`: nothing) does not hold; both
+/// sorted by term.
+fn gone_terms<'a>(old: &'a DocTerms, new: Option<&'a DocTerms>) -> impl Iterator<Item = &'a str> {
+    let new_terms = new.map_or(&[][..], |d| d.terms.as_slice());
+    old.terms.iter().map(|(t, _)| t.as_str()).filter(move |t| {
+        new_terms
+            .binary_search_by(|(n, _)| n.as_str().cmp(t))
+            .is_err()
+    })
 }
 
 /// Slots [`Index::drop_postings_of`] finds by binary search in each list
@@ -1646,7 +1660,7 @@ mod tests {
             rebuilt.insert(i as u32, d);
         }
         for i in (0..80usize).step_by(3) {
-            assert!(ix.repost(i as u32, &docs[i], &next[i]), "slot {i}");
+            assert!(ix.repost(i as u32, &docs[i], Some(&next[i])), "slot {i}");
             ix.set_doc_len(i as u32, next[i].len);
         }
         assert_eq!(every_posting(&ix), every_posting(&rebuilt));
@@ -1661,7 +1675,7 @@ mod tests {
         let lost = fewer.terms.remove(0);
         let mut other = next[i].clone();
         other.terms.retain(|(t, _)| *t != lost.0);
-        assert!(!ix.repost(i as u32, &fewer, &other));
+        assert!(!ix.repost(i as u32, &fewer, Some(&other)));
     }
 
     #[test]
@@ -1722,10 +1736,19 @@ mod tests {
         let lost = fewer.terms.remove(0);
         let mut other = next[i].clone();
         other.terms.retain(|(t, _)| *t != lost.0);
+        // Alone (moved by itself) and among others (merged).
+        let mut alone = ix.clone();
         assert_eq!(
-            ix.repost_many(&[(i as u32, &fewer, Some(&other))]),
+            alone.repost_many(&[(i as u32, &fewer, Some(&other))]),
             vec![i as u32]
         );
+        let mut moves: Vec<(u32, &DocTerms, Option<&DocTerms>)> = (0..90usize)
+            .filter(|&j| j != i)
+            .take(12)
+            .map(|j| (j as u32, &docs[j], Some(&next[j])))
+            .collect();
+        moves.push((i as u32, &fewer, Some(&other)));
+        assert_eq!(ix.repost_many(&moves), vec![i as u32]);
     }
 
     #[test]

@@ -387,14 +387,7 @@ impl Storage for PgStore {
     }
 
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
-        Ok(self
-            .client()?
-            .query_prepared(
-                "SELECT terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = $2",
-                &[&self.id, &(slot as i32)],
-            )?
-            .first()
-            .and_then(|r| DocTerms::decode(r.get::<_, &[u8]>(0))))
+        Ok(self.terms_of_many(&[slot])?.pop().flatten())
     }
 
     fn terms_of_many(&self, slots: &[u32]) -> Result<Vec<Option<DocTerms>>, Error> {
