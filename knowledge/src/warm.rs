@@ -113,11 +113,14 @@ impl Warm {
                     };
                     (walked, stamps, watch)
                 }
-                // Watch every directory before stamping.
+                // Stamped as walked, then watched, then read: a change
+                // after the watch starts is an event for next time, and
+                // one before it is in the text read (a stamp older than
+                // the text only costs one more read later).
                 None => {
-                    let walked = walk::walk(root)?;
+                    let (walked, stamps) = walk::walk_stamped(root)?;
+                    let stamps = md_stamps(&walked, stamps);
                     let watch = Watch::new(&walked.dirs);
-                    let stamps = md_stamps_now(&walked);
                     (walked, stamps, watch)
                 }
             },
@@ -321,16 +324,6 @@ fn md_stamps(walked: &walk::Walked, stamps: Vec<Option<Stamp>>) -> HashMap<Strin
         .zip(stamps)
         .filter(|((p, _), _)| bundle::is_document(p))
         .filter_map(|((p, _), s)| Some((p.clone(), s?)))
-        .collect()
-}
-
-/// The Markdown files' stamps, taken now.
-fn md_stamps_now(walked: &walk::Walked) -> HashMap<String, Stamp> {
-    walked
-        .files
-        .par_iter()
-        .filter(|(p, _)| bundle::is_document(p))
-        .filter_map(|(p, abs)| Some((p.clone(), Stamp::of(abs)?)))
         .collect()
 }
 
