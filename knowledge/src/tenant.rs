@@ -83,6 +83,14 @@ const RECOMPILE_RUN: usize = 1_000;
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 512;
 
+/// Postings of a query's words read beside a model's first load: the
+/// head they were read at, the words and each word's postings.
+struct EarlyPostings {
+    head: Option<Head>,
+    terms: Vec<String>,
+    lists: Vec<Vec<(u32, f32)>>,
+}
+
 /// The read model and the head it shows.
 #[derive(Default)]
 pub(crate) struct Loaded {
@@ -261,9 +269,24 @@ impl StoreKb {
         // Behind, or words not loaded yet: catch up alone, then answer
         // before anyone else can move the model on.
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut early = None;
+        if let Some(q) = query.filter(|_| st.view.is_none()) {
+            // The first load: the query's postings are read on a second
+            // connection meanwhile (a cold search waits for the longer of
+            // the two, not for both).
+            early = std::thread::scope(|s| {
+                let read = s.spawn(|| self.postings_now(q));
+                let loaded = st.catch_up(&*conn, &self.tenant);
+                let lists = read.join().ok().flatten();
+                loaded.map(|()| lists)
+            })?;
+        }
         for _ in 0..CATCH_UP_TRIES {
             st.catch_up(&*conn, &self.tenant)?;
             let Some(q) = query else { break };
+            if let Some(early) = early.take() {
+                st.hold_early(early);
+            }
             st.load_terms(&*conn, q)?;
             // Postings read after another commit landed would score the
             // model's documents against a different collection (more
@@ -278,6 +301,17 @@ impl StoreKb {
             .as_ref()
             .ok_or_else(|| Error::Store("no view".into()))?;
         f(view, &mut texts)
+    }
+
+    /// The postings of `query`'s words and the head they were read at, on
+    /// a connection of their own; `None` when they cannot be read or a
+    /// commit landed meanwhile (they are read again with the model).
+    fn postings_now(&self, query: &str) -> Option<EarlyPostings> {
+        let conn = self.borrow().ok()?;
+        let head = conn.head_now().ok()?;
+        let terms = okfit_core::kb::analyze::query_terms(query);
+        let lists = conn.postings_of(&terms).ok()?;
+        (conn.head_now().ok()? == head).then_some(EarlyPostings { head, terms, lists })
     }
 
     /// Runs `f` with the commit connection and the model to itself, the
@@ -526,6 +560,20 @@ impl Loaded {
         self.view = None;
         self.head = None;
         Ok(())
+    }
+
+    /// Holds postings read beside the model's load, when they were read
+    /// at the revision the model shows (else they are dropped).
+    fn hold_early(&mut self, early: EarlyPostings) {
+        let Some(view) = self.view.as_mut() else {
+            return;
+        };
+        if early.head != self.head {
+            return;
+        }
+        for (t, p) in early.terms.iter().zip(early.lists) {
+            view.index.load_term(t, p);
+        }
     }
 
     /// Reads the postings of `query`'s words not in memory yet.
