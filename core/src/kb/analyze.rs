@@ -83,36 +83,85 @@ thread_local! {
         std::cell::RefCell::new(FxHashMap::default());
 }
 
+thread_local! {
+    /// The token counts of the text being analysed on this thread, kept
+    /// between texts so that its table does not grow again for each.
+    static RAW: std::cell::RefCell<FxHashMap<String, u32>> =
+        std::cell::RefCell::new(FxHashMap::default());
+}
+
 /// The terms of `text` with their counts: each distinct token stemmed once.
 pub fn term_counts(text: &str, out: &mut FxHashMap<String, u32>) -> usize {
-    let mut toks = Vec::new();
-    tokenize(text, &mut toks);
-    let mut raw: FxHashMap<String, u32> = FxHashMap::default();
-    for t in &toks {
-        if let Some(n) = raw.get_mut(t.as_str()) {
-            *n += 1;
-        } else {
-            raw.insert(t.clone(), 1);
+    RAW.with(|raw| {
+        let mut raw = raw.borrow_mut();
+        raw.clear();
+        let n = count_tokens(text, &mut raw);
+        STEMS.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            if memo.len() > STEM_MEMO {
+                memo.clear();
+            }
+            for (t, n) in raw.drain() {
+                match memo.get(t.as_str()) {
+                    Some(s) => add_count(out, s, n),
+                    None => {
+                        let s = stem(&t);
+                        add_count(out, &s, n);
+                        memo.insert(t, s);
+                    }
+                }
+            }
+        });
+        n
+    })
+}
+
+/// Adds `n` to `term`'s count, allocating its key only when it is new.
+fn add_count(out: &mut FxHashMap<String, u32>, term: &str, n: u32) {
+    match out.get_mut(term) {
+        Some(c) => *c += n,
+        None => {
+            out.insert(term.to_owned(), n);
         }
     }
-    STEMS.with(|memo| {
-        let mut memo = memo.borrow_mut();
-        if memo.len() > STEM_MEMO {
-            memo.clear();
+}
+
+/// Counts the tokens of `text` (see [`tokenize`]) into `raw`; how many
+/// there were. ASCII text is counted in place: a token is allocated only
+/// the first time the text uses it.
+fn count_tokens(text: &str, raw: &mut FxHashMap<String, u32>) -> usize {
+    if !text.is_ascii() {
+        let mut toks = Vec::new();
+        tokenize(text, &mut toks);
+        let n = toks.len();
+        for t in toks {
+            *raw.entry(t).or_insert(0) += 1;
         }
-        for (t, n) in raw {
-            let s = match memo.get(&t) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = stem(&t);
-                    memo.insert(t, s.clone());
-                    s
-                }
-            };
-            *out.entry(s).or_insert(0) += n;
+        return n;
+    }
+    let bytes = text.as_bytes();
+    let mut lower = String::new();
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
         }
-    });
-    toks.len()
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        n += 1;
+        let mut tok = &text[start..i];
+        if tok.bytes().any(|b| b.is_ascii_uppercase()) {
+            lower.clear();
+            lower.push_str(tok);
+            lower.make_ascii_lowercase();
+            tok = &lower;
+        }
+        add_count(raw, tok, 1);
+    }
+    n
 }
 
 /// English stopwords: function words that say nothing about which concept
@@ -324,6 +373,39 @@ mod tests {
         assert_eq!(query_terms("to be or not to be"), ["to", "be", "or", "not"]);
         assert_eq!(query_terms("b a b A c"), ["b", "c"]);
         assert!(query_terms(" -- ").is_empty());
+    }
+
+    #[test]
+    fn term_counts_equal_stemmed_token_counts() {
+        let texts = [
+            "Tables table TABLE chairs",
+            "  Hello, World-42x! persisting persisted Persists  ",
+            "Café crème, CAFÉ naïve: ﬁle Ünïcödé 42 h100 GA4",
+            "",
+            " -_- ",
+            "a an the THE The of",
+            "x".repeat(300).as_str(),
+        ]
+        .map(str::to_owned);
+        let mut seed = 7u64;
+        let mut random = String::new();
+        for _ in 0..2000 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let alphabet = b"aAbBcdeE z9_-.\n\t";
+            random.push(alphabet[(seed >> 33) as usize % alphabet.len()] as char);
+        }
+        for text in texts.iter().chain([&random]) {
+            let mut want: FxHashMap<String, u32> = FxHashMap::default();
+            let toks = tokens(text);
+            for t in &toks {
+                *want.entry(stem(t)).or_insert(0) += 1;
+            }
+            let mut got = FxHashMap::default();
+            assert_eq!(term_counts(text, &mut got), toks.len(), "{text:?}");
+            assert_eq!(got, want, "{text:?}");
+        }
     }
 
     #[test]
