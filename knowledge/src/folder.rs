@@ -43,16 +43,19 @@ impl Model {
         }
     }
 
-    /// Applies one refresh: Markdown files gone and read again.
-    fn apply(&mut self, name: &str, gone: &[String], read: &[Read]) {
-        let parsed: Vec<(&str, Arc<str>, Compiled)> = read
-            .par_iter()
+    /// Applies one refresh: Markdown files gone and read again. Each file's
+    /// bytes are let go of as soon as its text is made, so that a first
+    /// read does not hold the folder twice.
+    fn apply(&mut self, name: &str, gone: &[String], read: Vec<Read>) {
+        let parsed: Vec<(String, Arc<str>, Compiled)> = read
+            .into_par_iter()
             .filter(|(rel, _)| bundle::is_document(rel))
             .filter_map(|(rel, r)| {
-                let bytes = r.as_ref().ok()?;
-                let text: Arc<str> = Arc::from(String::from_utf8_lossy(bytes).into_owned());
-                let c = compile::compile(rel, &text);
-                Some((rel.as_str(), text, c))
+                let bytes = r.ok()?;
+                let text: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).into_owned());
+                drop(bytes);
+                let c = compile::compile(&rel, &text);
+                Some((rel, text, c))
             })
             .collect();
         for rel in gone {
@@ -64,8 +67,8 @@ impl Model {
         let mut touched: Vec<u32> = vec![];
         for (rel, text, c) in parsed {
             let hash = sha256_hex(text.as_bytes());
-            let (slot, _) = self.view.model.upsert(name, rel, &hash, c);
-            self.texts.insert(rel.to_string(), text);
+            let (slot, _) = self.view.model.upsert(name, &rel, &hash, c);
+            self.texts.insert(rel, text);
             touched.push(slot);
         }
         touched.extend(self.view.model.settle());
@@ -189,7 +192,12 @@ impl FolderKb {
         }
         let read = self.read(changed);
         if let Some(m) = self.model.as_mut() {
-            m.apply(name, &gone, &read);
+            // The documents layer reads the same bytes after it.
+            let shared = read
+                .iter()
+                .filter_map(|(rel, r)| Some((rel.clone(), Ok(r.as_ref().ok()?.clone()))))
+                .collect();
+            m.apply(name, &gone, shared);
         }
         let assets = self.assets();
         if let Some(d) = self.docs.as_mut() {
@@ -219,7 +227,7 @@ impl FolderKb {
             let all = self.all();
             let read = self.read(all);
             let mut m = Box::new(Model::new(name));
-            m.apply(name, &[], &read);
+            m.apply(name, &[], read);
             self.model = Some(m);
         }
         self.model
