@@ -21,17 +21,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The read model of a folder, with the texts its answers quote.
 /// Documents whose terms are derived together.
 const TERMS_RUN: usize = 1_000;
 
+/// The read model of a folder, with the texts its answers quote.
 pub(crate) struct Model {
     pub(crate) view: View,
     pub(crate) texts: HashMap<String, Arc<str>>,
-    /// Each concept's search terms as indexed (to take them out again),
-    /// in [`DocTerms::encode`]'s compact form: a fraction of the memory of
-    /// the strings themselves.
-    terms: HashMap<u32, Box<[u8]>>,
 }
 
 impl Model {
@@ -39,7 +35,6 @@ impl Model {
         Model {
             view: View::new(name, true),
             texts: HashMap::new(),
-            terms: HashMap::new(),
         }
     }
 
@@ -58,11 +53,16 @@ impl Model {
                 Some((rel, text, c))
             })
             .collect();
+        let changed: Vec<&str> = gone
+            .iter()
+            .map(String::as_str)
+            .chain(parsed.iter().map(|(rel, _, _)| rel.as_str()))
+            .collect();
+        let mut direct = self.unindex(name, &changed);
+        direct.sort_unstable();
         for rel in gone {
             self.texts.remove(rel);
-            if let Some((slot, _)) = self.view.model.remove(name, rel) {
-                self.unindex(slot);
-            }
+            self.view.model.remove(name, rel);
         }
         let mut touched: Vec<u32> = vec![];
         for (rel, text, c) in parsed {
@@ -71,15 +71,55 @@ impl Model {
             self.texts.insert(rel, text);
             touched.push(slot);
         }
-        touched.extend(self.view.model.settle());
+        // Concepts whose ids the change moved were indexed with their old
+        // ids, which the model no longer shows: their postings are found
+        // in every list (rare: a new file sharing a file name).
+        let mut renamed: Vec<u32> = self
+            .view
+            .model
+            .settle()
+            .into_iter()
+            .filter(|s| direct.binary_search(s).is_err())
+            .collect();
+        renamed.sort_unstable();
+        renamed.dedup();
+        self.view.index.drop_postings_of(&renamed);
+        for &slot in &renamed {
+            self.view.index.forget(slot);
+        }
+        touched.extend(renamed);
         touched.sort_unstable();
         touched.dedup();
-        for &slot in &touched {
-            self.unindex(slot);
+        self.index(&touched);
+    }
+
+    /// Takes the documents at `paths` out of the index, by the terms they
+    /// were indexed with (derived again from the model and texts that
+    /// still show them); their slots.
+    fn unindex(&mut self, name: &str, paths: &[&str]) -> Vec<u32> {
+        let view = &self.view;
+        let old: Vec<(u32, Option<DocTerms>)> = paths
+            .par_iter()
+            .filter_map(|rel| {
+                let slot = view.model.slot_of(name, rel)?;
+                let terms = self.texts.get(*rel).and_then(|t| view.terms(slot, t));
+                Some((slot, terms))
+            })
+            .collect();
+        for (slot, terms) in &old {
+            match terms {
+                Some(t) => self.view.index.remove(*slot, t),
+                None => self.view.index.forget(*slot),
+            }
         }
-        // Terms are derived in parallel, a run at a time (so that only one
-        // run's worth is held as strings), then indexed in slot order.
-        for run in touched.chunks(TERMS_RUN) {
+        old.into_iter().map(|(slot, _)| slot).collect()
+    }
+
+    /// Indexes the documents at `slots`: their terms are derived in
+    /// parallel, a run at a time (so that only one run's worth is held as
+    /// strings), then indexed in slot order.
+    fn index(&mut self, slots: &[u32]) {
+        for run in slots.chunks(TERMS_RUN) {
             let view = &self.view;
             let derived: Vec<(u32, DocTerms)> = run
                 .par_iter()
@@ -91,15 +131,7 @@ impl Model {
                 .collect();
             for (slot, t) in derived {
                 self.view.index.insert(slot, &t);
-                self.terms.insert(slot, t.encode().into_boxed_slice());
             }
-        }
-    }
-
-    /// Takes a slot's terms out of the index.
-    fn unindex(&mut self, slot: u32) {
-        if let Some(t) = self.terms.remove(&slot).and_then(|b| DocTerms::decode(&b)) {
-            self.view.index.remove(slot, &t);
         }
     }
 }

@@ -2003,3 +2003,73 @@ fn warm_postings_rank_as_postings_read_on_demand(backend: Backend) {
     same("one deleted, one added");
 }
 on_both_backends!(warm_postings_rank_as_postings_read_on_demand);
+
+/// A folder connection that has searched keeps its index through an edit,
+/// a new concept that moves another's id, and a deletion: it then ranks
+/// exactly as a fresh connection to the folder does.
+#[test]
+fn a_folder_kept_through_changes_ranks_like_a_fresh_one() {
+    use okfit_knowledge::kb::Knowledge;
+    let sb = Sandbox::new();
+    sb.copy_fixture("sales", "sales");
+    let dsn = sb.folder_dsn("sales");
+    let kept = Knowledge::open(&dsn).expect("open the folder");
+    let queries = [
+        "orders",
+        "orders db",
+        "datasets orders",
+        "customers churned",
+        "zebra replicas",
+        "metrics",
+        "production database",
+        "archive",
+    ];
+    for q in queries {
+        kept.search(q, 8, None).expect("search before the changes");
+    }
+    let customers = sb.path("sales/customers.md");
+    let t = std::fs::read_to_string(&customers).unwrap();
+    std::fs::write(&customers, format!("{t}\nA zebra of churned accounts.\n")).unwrap();
+    sb.write(
+        "sales/archive/orders_db.md",
+        "---\ntype: Metric\ndescription: Orders counted per database replica.\n---\n# Orders per DB\n\nCounted on the read replicas every night.\n",
+    );
+    sb.remove("sales/tables/orders.md");
+    let fresh = || Knowledge::open(&dsn).expect("open the folder again");
+    let same_as_fresh = |what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let now = fresh().manifest(None).expect("a fresh manifest");
+            if kept.manifest(None).expect("the kept manifest") == now {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: the kept connection never saw it"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for q in queries {
+            assert_eq!(
+                kept.search(q, 8, None).expect("search after the changes"),
+                fresh().search(q, 8, None).expect("a fresh search"),
+                "{what}: {q}"
+            );
+        }
+    };
+    same_as_fresh("an edit, a new concept and a deletion");
+    let m = kept.manifest(None).unwrap();
+    assert!(
+        m.contains("datasets/orders_db") && m.contains("archive/orders_db"),
+        "{m}"
+    );
+    // The old concept goes: the new one takes the short id, and loses the
+    // words of its long one.
+    sb.remove("sales/datasets/orders_db.md");
+    same_as_fresh("the old concept deleted");
+    let m = kept.manifest(None).unwrap();
+    assert!(
+        !m.contains("archive/orders_db") && m.contains("\norders_db\t"),
+        "{m}"
+    );
+}
