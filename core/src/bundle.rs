@@ -83,34 +83,35 @@ pub enum IdError {
 /// no other concept shares it, else `parent/stem` when that is unique, else
 /// the full path id (reference langonrock §3.3).
 pub fn short_ids(paths: &[&str]) -> Vec<String> {
-    let tiers: Vec<[String; 3]> = paths
+    // Each tier is a suffix of the path id: its file stem, then its parent
+    // and stem, then the whole id.
+    let tiers: Vec<[&str; 3]> = paths
         .iter()
         .map(|p| {
             let id = crate::kb::model::strip_md(p);
-            let mut parts = id.rsplit('/');
-            let stem = parts.next().unwrap_or(id).to_string();
-            let t1 = match parts.next() {
-                Some(parent) => format!("{parent}/{stem}"),
-                None => stem.clone(),
-            };
-            [stem, t1, id.to_string()]
+            let stem = id.rfind('/').map_or(0, |i| i + 1);
+            let t1 = id[..stem.saturating_sub(1)].rfind('/').map_or(0, |i| i + 1);
+            [&id[stem..], &id[if stem == 0 { 0 } else { t1 }..], id]
         })
         .collect();
     let mut counts: [HashMap<&str, usize>; 2] = [HashMap::default(), HashMap::default()];
+    for c in &mut counts {
+        c.reserve(tiers.len());
+    }
     for t in &tiers {
         for (i, c) in counts.iter_mut().enumerate() {
-            *c.entry(t[i].as_str()).or_default() += 1;
+            *c.entry(t[i]).or_default() += 1;
         }
     }
     tiers
         .iter()
         .map(|t| {
-            if counts[0][t[0].as_str()] == 1 {
-                t[0].clone()
-            } else if counts[1][t[1].as_str()] == 1 {
-                t[1].clone()
+            if counts[0][t[0]] == 1 {
+                t[0].to_string()
+            } else if counts[1][t[1]] == 1 {
+                t[1].to_string()
             } else {
-                t[2].clone()
+                t[2].to_string()
             }
         })
         .collect()
@@ -973,5 +974,55 @@ mod tests {
             short_ids(&["orders.md", "tables/orders.md"]),
             vec!["orders", "tables/orders"]
         );
+    }
+
+    #[test]
+    fn short_id_tiers_are_the_path_stem_parent_and_whole() {
+        // The tiers as split out of the path one by one.
+        fn tiers(p: &str) -> [String; 3] {
+            let id = crate::kb::model::strip_md(p);
+            let mut parts = id.rsplit('/');
+            let stem = parts.next().unwrap_or(id).to_string();
+            let t1 = match parts.next() {
+                Some(parent) => format!("{parent}/{stem}"),
+                None => stem.clone(),
+            };
+            [stem, t1, id.to_string()]
+        }
+        let paths = [
+            "orders.md",
+            "a/orders.MD",
+            "a/b/orders.md",
+            "c/b/orders.md",
+            "a//orders.md",
+            "x/y/z/w.md",
+            "y/z/w.md",
+            "z/w.md",
+            "w.md",
+            "é/ü.md",
+            "a/b/",
+            "noext",
+        ];
+        for n in 1..=paths.len() {
+            for start in 0..=paths.len() - n {
+                let run = &paths[start..start + n];
+                let want: Vec<String> = run
+                    .iter()
+                    .map(|p| {
+                        let t = tiers(p);
+                        let unique =
+                            |i: usize| run.iter().filter(|q| tiers(q)[i] == t[i]).count() == 1;
+                        if unique(0) {
+                            t[0].clone()
+                        } else if unique(1) {
+                            t[1].clone()
+                        } else {
+                            t[2].clone()
+                        }
+                    })
+                    .collect();
+                assert_eq!(short_ids(run), want, "{run:?}");
+            }
+        }
     }
 }
