@@ -7,10 +7,10 @@
 //! reads bodies or builds a search index.
 
 use crate::documents::{Bodies, Documents, Read};
-use crate::view::View;
+use crate::view::{terms_in, View};
 use okfit_core::bundle;
 use okfit_core::kb::compile::{self, Compiled};
-use okfit_core::kb::search::DocTerms;
+use okfit_core::kb::search::{DocTerms, Index};
 use okfit_store::beneath::{Dir, Root};
 use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
 use okfit_store::discover::Project;
@@ -117,20 +117,36 @@ impl Model {
 
     /// Indexes the documents at `slots`: their terms are derived in
     /// parallel, a run at a time (so that only one run's worth is held as
-    /// strings), then indexed in slot order.
+    /// strings), the next run's while the last one's go into the index.
     fn index(&mut self, slots: &[u32]) {
-        for run in slots.chunks(TERMS_RUN) {
-            let view = &self.view;
-            let derived: Vec<(u32, DocTerms)> = run
-                .par_iter()
+        let (model, index, texts) = (&self.view.model, &mut self.view.index, &self.texts);
+        let derive = |run: &[u32]| -> Vec<(u32, DocTerms)> {
+            run.par_iter()
                 .filter_map(|&slot| {
-                    let e = view.model.entry(slot)?;
-                    let text = self.texts.get(&e.path)?;
-                    Some((slot, view.terms(slot, text)?))
+                    let e = model.entry(slot)?;
+                    let text = texts.get(&e.path)?;
+                    Some((slot, terms_in(model, slot, text)?))
                 })
-                .collect();
-            for (slot, t) in derived {
-                self.view.index.insert(slot, &t);
+                .collect()
+        };
+        let mut runs = slots.chunks(TERMS_RUN);
+        let mut derived = runs.next().map(derive).unwrap_or_default();
+        loop {
+            let next = runs.next();
+            let insert = |index: &mut Index, derived: Vec<(u32, DocTerms)>| {
+                for (slot, t) in derived {
+                    index.insert(slot, &t);
+                }
+            };
+            match next {
+                Some(run) => {
+                    let ((), following) = rayon::join(|| insert(index, derived), || derive(run));
+                    derived = following;
+                }
+                None => {
+                    insert(index, derived);
+                    return;
+                }
             }
         }
     }

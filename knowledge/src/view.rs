@@ -75,9 +75,15 @@ impl View {
 
     /// The search terms of the document in `slot` whose source is `text`.
     pub(crate) fn terms(&self, slot: u32, text: &str) -> Option<DocTerms> {
-        let (names, fields) = self.model.search_fields(slot)?;
-        let e = self.model.entry(slot)?;
-        let body = text.get(e.compiled.body_start as usize..).unwrap_or("");
-        Some(search::doc_terms(&names, &fields, body))
+        terms_in(&self.model, slot, text)
     }
+}
+
+/// The search terms of the document in `model`'s `slot` whose source is
+/// `text` (none for a navigation document).
+pub(crate) fn terms_in(model: &Model, slot: u32, text: &str) -> Option<DocTerms> {
+    let (names, fields) = model.search_fields(slot)?;
+    let e = model.entry(slot)?;
+    let body = text.get(e.compiled.body_start as usize..).unwrap_or("");
+    Some(search::doc_terms(&names, &fields, body))
 }
