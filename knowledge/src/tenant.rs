@@ -128,6 +128,14 @@ impl Deref for Borrowed<'_> {
     }
 }
 
+impl Borrowed<'_> {
+    /// Closes the connection rather than keeping it idle (one opened for a
+    /// single read: a daemon holding many tenants keeps few files open).
+    fn close(mut self) {
+        drop(self.conn.take());
+    }
+}
+
 impl Drop for Borrowed<'_> {
     fn drop(&mut self) {
         if let Some(c) = self.conn.take() {
@@ -304,14 +312,20 @@ impl StoreKb {
     }
 
     /// The postings of `query`'s words and the head they were read at, on
-    /// a connection of their own; `None` when they cannot be read or a
-    /// commit landed meanwhile (they are read again with the model).
+    /// a connection of their own, closed afterwards; `None` when they
+    /// cannot be read or a commit landed meanwhile (they are read again
+    /// with the model).
     fn postings_now(&self, query: &str) -> Option<EarlyPostings> {
         let conn = self.borrow().ok()?;
-        let head = conn.head_now().ok()?;
-        let terms = okfit_core::kb::analyze::query_terms(query);
-        let lists = conn.postings_of(&terms).ok()?;
-        (conn.head_now().ok()? == head).then_some(EarlyPostings { head, terms, lists })
+        let read = || {
+            let head = conn.head_now().ok()?;
+            let terms = okfit_core::kb::analyze::query_terms(query);
+            let lists = conn.postings_of(&terms).ok()?;
+            (conn.head_now().ok()? == head).then_some(EarlyPostings { head, terms, lists })
+        };
+        let early = read();
+        conn.close();
+        early
     }
 
     /// Runs `f` with the commit connection and the model to itself, the
