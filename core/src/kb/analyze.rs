@@ -17,20 +17,8 @@ use unicode_normalization::UnicodeNormalization;
 pub fn tokenize(text: &str, out: &mut Vec<String>) {
     if text.is_ascii() {
         // Fast path: runs of [A-Za-z0-9], one allocation per token.
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
-            if !bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-                i += 1;
-            }
-            let mut tok = text[start..i].to_owned();
-            tok.make_ascii_lowercase();
-            out.push(tok);
+        for run in ascii_runs(text) {
+            out.push(run.to_ascii_lowercase());
         }
         return;
     }
@@ -48,6 +36,23 @@ pub fn tokenize(text: &str, out: &mut Vec<String>) {
     if !cur.is_empty() {
         out.push(cur);
     }
+}
+
+/// The maximal runs of ASCII letters and digits in `text`, as written.
+fn ascii_runs(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() && !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        // Both ends sit next to ASCII bytes: always character boundaries.
+        text.get(start..i).filter(|run| !run.is_empty())
+    })
 }
 
 /// The search tokens of `text` (see [`tokenize`]).
@@ -139,26 +144,18 @@ fn count_tokens(text: &str, raw: &mut FxHashMap<String, u32>) -> usize {
         }
         return n;
     }
-    let bytes = text.as_bytes();
     let mut lower = String::new();
-    let (mut i, mut n) = (0, 0);
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-            i += 1;
-        }
+    let mut n = 0;
+    for run in ascii_runs(text) {
         n += 1;
-        let mut tok = &text[start..i];
-        if tok.bytes().any(|b| b.is_ascii_uppercase()) {
+        let tok = if run.bytes().any(|b| b.is_ascii_uppercase()) {
             lower.clear();
-            lower.push_str(tok);
+            lower.push_str(run);
             lower.make_ascii_lowercase();
-            tok = &lower;
-        }
+            lower.as_str()
+        } else {
+            run
+        };
         add_count(raw, tok, 1);
     }
     n
