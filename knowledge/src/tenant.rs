@@ -83,6 +83,12 @@ const RECOMPILE_RUN: usize = 1_000;
 /// The page cache of each read connection, KiB.
 const READER_CACHE_KIB: u32 = 512;
 
+/// The size from which a tenant's first search reads its words' postings
+/// beside the model's load: below it the load is quick, and a second
+/// connection would only cost time and, on SQLite, an open file for as
+/// long as the first one holds the database (some hundreds of concepts).
+const EARLY_READ_BYTES: u64 = 16 << 20;
+
 /// Postings of a query's words read beside a model's first load: the
 /// head they were read at, the words and each word's postings.
 struct EarlyPostings {
@@ -278,10 +284,11 @@ impl StoreKb {
         // before anyone else can move the model on.
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let mut early = None;
-        if let Some(q) = query.filter(|_| st.view.is_none()) {
-            // The first load: the query's postings are read on a second
-            // connection meanwhile (a cold search waits for the longer of
-            // the two, not for both).
+        let large = conn.size_hint().is_none_or(|b| b >= EARLY_READ_BYTES);
+        if let Some(q) = query.filter(|_| st.view.is_none() && large) {
+            // The first load of a large tenant: the query's postings are
+            // read on a second connection meanwhile (a cold search waits
+            // for the longer of the two, not for both).
             early = std::thread::scope(|s| {
                 let read = s.spawn(|| self.postings_now(q));
                 let loaded = st.catch_up(&*conn, &self.tenant);

@@ -253,6 +253,12 @@ pub trait Storage: Send {
         let _ = kib;
         Ok(())
     }
+    /// The bytes the tenant takes where that costs nothing to learn (a
+    /// local file's length); `None` elsewhere. A reader uses it to tell a
+    /// small tenant, whose first load is quick, from a large one.
+    fn size_hint(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A tenant's head and each term's postings as of it.
@@ -745,6 +751,10 @@ impl Storage for SqliteStore {
                 Err(std::fs::TryLockError::Error(e)) => return Err(store_err(&self.path, e)),
             }
         }
+    }
+
+    fn size_hint(&self) -> Option<u64> {
+        std::fs::metadata(&self.path).ok().map(|m| m.len())
     }
 
     fn set_cache_kib(&self, kib: u32) -> Result<(), Error> {
