@@ -129,26 +129,17 @@ impl Model {
                 })
                 .collect()
         };
-        let mut runs = slots.chunks(TERMS_RUN);
-        let mut derived = runs.next().map(derive).unwrap_or_default();
-        loop {
-            let next = runs.next();
-            let insert = |index: &mut Index, derived: Vec<(u32, DocTerms)>| {
-                for (slot, t) in derived {
-                    index.insert(slot, &t);
-                }
-            };
-            match next {
-                Some(run) => {
-                    let ((), following) = rayon::join(|| insert(index, derived), || derive(run));
-                    derived = following;
-                }
-                None => {
-                    insert(index, derived);
-                    return;
-                }
+        let insert = |index: &mut Index, derived: Vec<(u32, DocTerms)>| {
+            for (slot, t) in derived {
+                index.insert(slot, &t);
             }
+        };
+        let mut pending = vec![];
+        for run in slots.chunks(TERMS_RUN) {
+            let ((), derived) = rayon::join(|| insert(index, pending), || derive(run));
+            pending = derived;
         }
+        insert(index, pending);
     }
 }
 
@@ -238,14 +229,18 @@ impl FolderKb {
         {
             return Ok(());
         }
-        let read = self.read(changed);
+        let mut read = self.read(changed);
         if let Some(m) = self.model.as_mut() {
-            // The documents layer reads the same bytes after it.
-            let shared = read
-                .iter()
-                .filter_map(|(rel, r)| Some((rel.clone(), Ok(r.as_ref().ok()?.clone()))))
-                .collect();
-            m.apply(name, &gone, shared);
+            // The documents layer reads the same bytes after it, if there
+            // is one; else the model takes them.
+            let own = if self.docs.is_some() {
+                read.iter()
+                    .filter_map(|(rel, r)| Some((rel.clone(), Ok(r.as_ref().ok()?.clone()))))
+                    .collect()
+            } else {
+                std::mem::take(&mut read)
+            };
+            m.apply(name, &gone, own);
         }
         let assets = self.assets();
         if let Some(d) = self.docs.as_mut() {

@@ -284,8 +284,9 @@ impl StoreKb {
         // before anyone else can move the model on.
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let mut early = None;
-        let large = conn.size_hint().is_none_or(|b| b >= EARLY_READ_BYTES);
-        if let Some(q) = query.filter(|_| st.view.is_none() && large) {
+        let first_of_large =
+            st.view.is_none() && conn.size_hint().is_none_or(|b| b >= EARLY_READ_BYTES);
+        if let Some(q) = query.filter(|_| first_of_large) {
             // The first load of a large tenant: the query's postings are
             // read on a second connection meanwhile (a cold search waits
             // for the longer of the two, not for both).
