@@ -11,6 +11,10 @@ say() { printf '==> %s\n' "$*" >&2; }
 export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 export CARGO_PROFILE_TEST_DEBUG=line-tables-only
+# Large folders' search caches (see README) go to a folder of this run's
+# own, not the user's cache.
+OKFIT_CACHE=$(mktemp -d "${TMPDIR:-/tmp}/okfit-test-cache.XXXXXX")
+export OKFIT_CACHE
 
 if command -v rustup >/dev/null 2>&1; then
   say "rust components (rustfmt, clippy)"
@@ -46,7 +50,7 @@ fi
 # postgresql package is installed when missing); stopped on exit.
 pgdir=$(mktemp -d)
 log=$(mktemp)
-trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir" "$log"' EXIT
+trap 'scripts/pg.sh stop "$pgdir"; rm -rf "$pgdir" "$log" "$OKFIT_CACHE"' EXIT
 say "start PostgreSQL (scripts/pg.sh)"
 OKFIT_TEST_POSTGRES=$(scripts/pg.sh start "$pgdir") \
   || { say "PostgreSQL could not be started: the PostgreSQL tests cannot run"; exit 1; }

@@ -6,10 +6,13 @@
 //! same way by every reader, and a process that only lists concepts never
 //! reads bodies or builds a search index.
 
+use crate::cache::{self, Cache};
 use crate::documents::{Bodies, Documents, Read};
+use crate::tenant::StoreKb;
 use crate::view::{terms_in, View};
 use okfit_core::bundle;
 use okfit_core::kb::compile::{self, Compiled};
+use okfit_core::kb::model::{Entry, Sources};
 use okfit_core::kb::search::{DocTerms, Index};
 use okfit_store::beneath::{Dir, Root};
 use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
@@ -143,8 +146,21 @@ impl Model {
     }
 }
 
+/// Where a folder's read model lives.
+enum Kept {
+    /// Not chosen yet (the folder has not been read for a model).
+    Undecided,
+    /// In memory ([`FolderKb::model`]); `fill`: a large folder without a
+    /// cache, whose cache is to be filled in the background once the
+    /// model is made.
+    Memory { fill: bool },
+    /// In the folder's cache on disk (a large folder).
+    Cache(Box<Cache>),
+}
+
 pub(crate) struct FolderKb {
     folder: LiveFolder,
+    kept: Kept,
     model: Option<Box<Model>>,
     docs: Option<Box<Documents>>,
     /// Counts the changes to the set of concept ids the documents saw.
@@ -170,6 +186,7 @@ impl FolderKb {
     pub(crate) fn new(root: PathBuf) -> FolderKb {
         FolderKb {
             folder: LiveFolder::new(root),
+            kept: Kept::Undecided,
             model: None,
             docs: None,
             generation: 0,
@@ -209,7 +226,7 @@ impl FolderKb {
 
     /// Reads `files`; a file that cannot be read is looked at again next
     /// time.
-    fn read(&mut self, files: Vec<(String, PathBuf)>) -> Vec<Read> {
+    fn read_docs(&mut self, files: Vec<(String, PathBuf)>) -> Vec<Read> {
         let read = read_files(files);
         for (rel, r) in &read {
             match r {
@@ -225,11 +242,18 @@ impl FolderKb {
         let Some(Delta { changed, gone }) = self.folder.refresh()? else {
             return Ok(());
         };
-        if (changed.is_empty() && gone.is_empty()) || (self.model.is_none() && self.docs.is_none())
+        let cached = matches!(self.kept, Kept::Cache(_));
+        if (changed.is_empty() && gone.is_empty())
+            || (self.model.is_none() && self.docs.is_none() && !cached)
         {
             return Ok(());
         }
-        let mut read = self.read(changed);
+        let mut read = self.read_docs(changed);
+        let folder = &self.folder;
+        if matches!(&self.kept, Kept::Cache(c) if c.apply(folder, &gone, &read).is_err()) {
+            // The cache cannot hold this folder now: memory from here on.
+            self.kept = Kept::Memory { fill: false };
+        }
         if let Some(m) = self.model.as_mut() {
             // The documents layer reads the same bytes after it, if there
             // is one; else the model takes them.
@@ -263,12 +287,81 @@ impl FolderKb {
             .collect()
     }
 
-    /// The read model, current (made on first use).
-    pub(crate) fn model(&mut self, name: &str) -> Result<&mut Model, Error> {
+    /// Runs `f` over the current read model and a reader of document
+    /// texts: the folder's cache for a large folder, else the model in
+    /// memory.
+    pub(crate) fn read<R>(
+        &mut self,
+        name: &str,
+        query: Option<&str>,
+        f: impl FnOnce(&View, &mut dyn Sources) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        if let Some(kb) = self.cached(name, query)? {
+            return kb.read(query, f);
+        }
+        self.model(name)?;
+        if let Kept::Memory { fill: true } = self.kept {
+            self.kept = Kept::Memory { fill: false };
+            cache::fill(self.folder.root(), name);
+        }
+        let Model { view, texts } = self.model(name)?;
+        let mut body = |e: &Entry| -> Option<Arc<str>> { texts.get(&e.path).cloned() };
+        f(view, &mut body)
+    }
+
+    /// Chooses where the model lives, on the first read. With a saved
+    /// cache, its model (and `query`'s postings) load while the folder is
+    /// walked and compared with it: a first answer waits for the longer of
+    /// the two.
+    fn decide(&mut self, name: &str, query: Option<&str>) -> Result<(), Error> {
+        let root = self.folder.root().to_path_buf();
+        self.kept = Kept::Memory { fill: false };
+        let saved = self.model.is_none() && Cache::exists(&root);
+        let opened = saved.then(|| Cache::open(&root, name)).flatten();
+        let Some(c) = opened else {
+            self.refresh(name)?;
+            let docs = self.folder.files().filter(|p| bundle::is_document(p));
+            if self.model.is_none() && docs.count() >= cache::MIN_DOCUMENTS {
+                self.kept = Kept::Memory { fill: true };
+            }
+            return Ok(());
+        };
+        let synced = std::thread::scope(|s| {
+            s.spawn(|| c.kb.read(query, |_, _| Ok(())));
+            self.refresh(name)?;
+            Ok::<_, Error>(c.reconcile(&mut self.folder))
+        })?;
+        if let Ok(n) = synced {
+            self.reads += n;
+            self.kept = Kept::Cache(Box::new(c));
+        }
+        Ok(())
+    }
+
+    /// The folder's cache, current, where one was saved (chosen on the
+    /// first read); `None` when the model lives in memory. A large folder
+    /// (at least [`cache::MIN_DOCUMENTS`] documents) without one is read
+    /// into memory and its cache filled in the background, for the next
+    /// process. A cache that cannot hold the folder (a path a store
+    /// refuses, a cache root that cannot be written) gives way to memory.
+    fn cached(&mut self, name: &str, query: Option<&str>) -> Result<Option<&StoreKb>, Error> {
+        if matches!(self.kept, Kept::Undecided) {
+            self.decide(name, query)?;
+        } else {
+            self.refresh(name)?;
+        }
+        Ok(match &self.kept {
+            Kept::Cache(c) => Some(&c.kb),
+            _ => None,
+        })
+    }
+
+    /// The read model in memory, current (made on first use).
+    fn model(&mut self, name: &str) -> Result<&mut Model, Error> {
         self.refresh(name)?;
         if self.model.is_none() {
             let all = self.all();
-            let read = self.read(all);
+            let read = self.read_docs(all);
             let mut m = Box::new(Model::new(name));
             m.apply(name, &[], read);
             self.model = Some(m);
@@ -424,16 +517,19 @@ impl FolderKb {
         }
         // Files changed: look at the folder again even before the event.
         self.folder.touch();
-        let view = &self.model(name)?.view;
-        Ok(Committed {
-            revision: None,
-            snapshot: view.model.snapshot(),
-            concepts: view.model.concepts(),
-            bundles: view.model.bundles().iter().map(|s| s.to_string()).collect(),
-            hashes: changes
-                .iter()
-                .map(|c| c.content.as_deref().map(sha256_hex))
-                .collect(),
-        })
+        let hashes = changes
+            .iter()
+            .map(|c| c.content.as_deref().map(sha256_hex))
+            .collect();
+        let committed = self.read(name, None, |view, _| {
+            Ok(Committed {
+                revision: None,
+                snapshot: view.model.snapshot(),
+                concepts: view.model.concepts(),
+                bundles: view.model.bundles().iter().map(|s| s.to_string()).collect(),
+                hashes,
+            })
+        })?;
+        Ok(committed)
     }
 }

@@ -10,12 +10,12 @@
 //! the words asked about.
 
 use crate::documents::{Bodies, Documents};
-use crate::folder::{FolderKb, Model};
+use crate::folder::FolderKb;
 use crate::options::GetOptions;
 use crate::tenant::{Loaded, StoreKb};
 use crate::view::View;
 use okfit_core::kb::compile::{self, Compiled};
-use okfit_core::kb::model::{self, Entry, Sources};
+use okfit_core::kb::model::{self, Sources};
 use okfit_core::kb::names;
 use okfit_core::kb::search;
 use okfit_core::time::Instant;
@@ -250,11 +250,7 @@ impl Knowledge {
         }
         let mut guard = self.lock();
         match &mut *guard {
-            Backend::Folder(fk) => {
-                let Model { view, texts, .. } = fk.model(&self.name)?;
-                let mut body = |e: &Entry| -> Option<Arc<str>> { texts.get(&e.path).cloned() };
-                f(view, &mut body)
-            }
+            Backend::Folder(fk) => fk.read(&self.name, query, f),
             Backend::Remote | Backend::Store => {
                 Err(Error::Store("a remote connection has no local view".into()))
             }

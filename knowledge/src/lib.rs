@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+mod cache;
 pub mod documents;
 mod folder;
 pub mod kb;

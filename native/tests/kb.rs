@@ -2073,3 +2073,237 @@ fn a_folder_kept_through_changes_ranks_like_a_fresh_one() {
         "{m}"
     );
 }
+
+/// Writes `n` generated concepts into `<sandbox>/<rel>/concepts/`: words
+/// drawn with a skew from a small vocabulary, so that searches rank many
+/// documents with different scores.
+fn many_concepts(sb: &Sandbox, rel: &str, n: usize) {
+    const WORDS: &[&str] = &[
+        "orders",
+        "revenue",
+        "replica",
+        "customer",
+        "churn",
+        "pipeline",
+        "latency",
+        "budget",
+        "invoice",
+        "warehouse",
+        "forecast",
+        "ledger",
+        "signup",
+        "refund",
+        "cohort",
+        "quota",
+        "region",
+        "shipment",
+        "audit",
+        "billing",
+        "session",
+        "funnel",
+        "partner",
+        "tariff",
+        "backlog",
+        "incident",
+        "schema",
+        "export",
+        "retention",
+        "catalog",
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |m: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = (seed >> 33) as usize;
+        // Skewed: low indexes far more often.
+        (r % m) * (r % m) / m.max(1)
+    };
+    for i in 0..n {
+        let words: Vec<&str> = (0..40).map(|_| WORDS[next(WORDS.len())]).collect();
+        let title: Vec<&str> = (0..3).map(|_| WORDS[next(WORDS.len())]).collect();
+        sb.write(
+            &format!("{rel}/concepts/c{i:04}.md"),
+            format!(
+                "---\ntype: Metric\ndescription: The {} of concept {i}.\n---\n# {}\n\n{}\n\n## Notes\n\n{}\n",
+                title.join(" "),
+                title.join(" "),
+                words[..20].join(" "),
+                words[20..].join(" ")
+            ),
+        );
+    }
+}
+
+/// A folder of 1,200 concepts is kept in okfit's cache between processes:
+/// every answer equals the one read into memory (`OKFIT_CACHE=off`), on
+/// the run that fills the cache, on the runs that read it, after edits,
+/// deletions and new files, after an edit that keeps a file's length and
+/// mtime once the saved stamps no longer match the store, and after an
+/// edit within the same second as the save. A folder with a path the store
+/// refuses is answered from memory.
+#[test]
+fn a_large_folder_answers_from_its_cache_as_from_memory() {
+    let sb = Sandbox::new();
+    many_concepts(&sb, "big", 1_200);
+    let dsn = sb.folder_dsn("big");
+    let asks: Vec<Vec<&str>> = vec![
+        vec!["search", "orders revenue"],
+        vec!["search", "churn", "cohort", "retention", "-k", "8"],
+        vec!["search", "zebra quokka"],
+        vec!["search", "catalog export schema"],
+        vec!["manifest"],
+        vec!["snapshot"],
+        vec!["get", "concepts/c0003", "concepts/c0004", "concepts/c0007"],
+    ];
+    let answers = |cache: bool| -> Vec<String> {
+        asks.iter()
+            .map(|a| {
+                let mut args = a.clone();
+                args.extend(["-c", dsn.as_str()]);
+                let mut c = sb.std_command(OKFIT, &args);
+                if !cache {
+                    c.env("OKFIT_CACHE", "off");
+                }
+                let out = finish(c);
+                format!("{:?} exit {}\n{}{}", a, out.code, out.text(), out.stderr)
+            })
+            .collect()
+    };
+    // The first answer that differs, shortened.
+    let same = |got: Vec<String>, want: &[String], what: &str| {
+        for (g, w) in got.iter().zip(want) {
+            let cut = |t: &str| t.chars().take(1_500).collect::<String>();
+            assert!(g == w, "{what}:\n{}\n---\n{}", cut(g), cut(w));
+        }
+    };
+    let caches = sb.path("home/.cache/okfit/folders");
+    let memory = answers(false);
+    assert!(!caches.exists(), "OKFIT_CACHE=off wrote a cache");
+    assert!(memory[0].contains("exit 0"), "{}", memory[0]);
+    same(answers(true), &memory, "a run without a cache");
+    // A server fills the cache in the background after its first search.
+    let stamps_of = || {
+        std::fs::read_dir(&caches)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("stamps"))
+            .find(|p| p.is_file())
+    };
+    let mut server = sb
+        .std_command(MCP, &[dsn.as_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start okfit-mcp");
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "orders"}}}),
+    ] {
+        use std::io::Write;
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        if msg.get("id").is_some() {
+            line.clear();
+            stdout.read_line(&mut line).unwrap();
+            assert!(line.contains("\"result\""), "{line}");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while stamps_of().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the server never saved the cache"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    let _ = server.kill();
+    let _ = server.wait();
+    let saved: Vec<_> = std::fs::read_dir(&caches).unwrap().collect();
+    assert_eq!(saved.len(), 1, "one cache for one folder");
+    let dir = saved[0].as_ref().unwrap().path();
+    assert!(dir.join("stamps").is_file(), "{}", dir.display());
+    same(answers(true), &memory, "a run that reads the cache");
+
+    // Edits, a deletion and a new file.
+    let c3 = sb.path("big/concepts/c0003.md");
+    let t = std::fs::read_to_string(&c3).unwrap();
+    std::fs::write(&c3, format!("{t}\nA zebra and a quokka.\n")).unwrap();
+    sb.remove("big/concepts/c0004.md");
+    sb.write(
+        "big/concepts/zz-new.md",
+        "---\ntype: Metric\ndescription: A quokka count.\n---\n# Quokka\n\nOrders of quokka.\n",
+    );
+    let memory = answers(false);
+    assert!(memory[2].contains("c0003"), "{}", memory[2]);
+    same(answers(true), &memory, "after edits");
+
+    // An edit that keeps the length and the mtime is found once the
+    // saved stamps do not show the store's head.
+    let c5 = sb.path("big/concepts/c0005.md");
+    let before = std::fs::metadata(&c5).unwrap().modified().unwrap();
+    let t = std::fs::read_to_string(&c5).unwrap();
+    std::fs::write(&c5, t.replacen("concept 5.", "concept Z.", 1)).unwrap();
+    let f = std::fs::File::options().write(true).open(&c5).unwrap();
+    f.set_modified(before).unwrap();
+    drop(f);
+    let stamps = dir.join("stamps");
+    let s = std::fs::read_to_string(&stamps).unwrap();
+    let mut lines: Vec<&str> = s.lines().collect();
+    assert!(lines[1].starts_with("head\t"), "{s}");
+    lines[1] = "head\tsomething-else";
+    std::fs::write(&stamps, lines.join("\n") + "\n").unwrap();
+    let memory = answers(false);
+    assert!(memory[4].contains("concept Z."), "{}", memory[4]);
+    same(
+        answers(true),
+        &memory,
+        "after an edit the stamps cannot see",
+    );
+
+    // An edit saved within the same second, then another of the same
+    // length with the first one's mtime: the first one's stamp was not
+    // trusted, so the second is read.
+    let c7 = sb.path("big/concepts/c0007.md");
+    let t = std::fs::read_to_string(&c7).unwrap();
+    std::fs::write(&c7, format!("{t}\nfirst\n")).unwrap();
+    let first = std::fs::metadata(&c7).unwrap().modified().unwrap();
+    same(answers(true), &answers(false), "after a recent edit");
+    std::fs::write(&c7, format!("{t}\nfinal\n")).unwrap();
+    let f = std::fs::File::options().write(true).open(&c7).unwrap();
+    f.set_modified(first).unwrap();
+    drop(f);
+    let memory = answers(false);
+    assert!(memory[6].contains("final"), "{}", memory[6]);
+    same(
+        answers(true),
+        &memory,
+        "after a second edit in the same tick",
+    );
+
+    // A path the store refuses: the folder is answered from memory.
+    many_concepts(&sb, "odd", 1_000);
+    sb.write(
+        "odd/concepts/Has Space.md",
+        "---\ntype: Metric\ndescription: A spaced name.\n---\n# Spaced\n",
+    );
+    let odd = sb.folder_dsn("odd");
+    let search = |cache: bool| {
+        let mut c = sb.std_command(OKFIT, &["search", "spaced", "-c", odd.as_str()]);
+        if !cache {
+            c.env("OKFIT_CACHE", "off");
+        }
+        let out = finish(c);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.text()
+    };
+    assert_eq!(search(true), search(false));
+    assert!(search(true).contains("Has Space"), "{}", search(true));
+}

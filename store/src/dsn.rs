@@ -162,6 +162,33 @@ pub fn default_data_root() -> Result<PathBuf, String> {
     })
 }
 
+/// The platform cache root, where okfit keeps what it can derive again
+/// (a large folder's search index): `OKFIT_CACHE`, else the platform's
+/// cache directory (`$XDG_CACHE_HOME/okfit`, `~/.cache/okfit`,
+/// `~/Library/Caches/okfit`, `%LOCALAPPDATA%\okfit\cache`). `None` when
+/// `OKFIT_CACHE` is `off` or there is no such directory.
+pub fn default_cache_root() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("OKFIT_CACHE").filter(|d| !d.is_empty()) {
+        return (d != "off").then(|| PathBuf::from(d));
+    }
+    let home = || {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+    };
+    if cfg!(windows) {
+        std::env::var_os("LOCALAPPDATA").map(|d| PathBuf::from(d).join("okfit").join("cache"))
+    } else if cfg!(target_os = "macos") {
+        home().map(|h| h.join("Library/Caches/okfit"))
+    } else {
+        std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home().map(|h| h.join(".cache")))
+            .map(|d| d.join("okfit"))
+    }
+}
+
 /// Whether `s` starts like a Windows drive path (`C:/…`, `C:\…`).
 fn drive_path(s: &str) -> bool {
     let b = s.as_bytes();

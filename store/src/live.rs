@@ -69,6 +69,11 @@ impl LiveFolder {
         self.stamps.keys()
     }
 
+    /// Every file the last refresh found, with its stamp.
+    pub fn stamps(&self) -> &BTreeMap<String, Stamp> {
+        &self.stamps
+    }
+
     /// True when the folder has been looked at and something may have
     /// changed since. Consumes the watch's events (the next refresh walks).
     pub fn poll(&mut self) -> bool {

@@ -295,6 +295,9 @@ pub struct SqliteStore {
 
 /// Term ids a transaction created; they join the cache only once it commits.
 type NewTerms = std::collections::HashMap<String, i64>;
+/// A queued posting change: term id, slot, order queued, and the new `tf`
+/// (`None`: the posting goes).
+type PostingOp = (i64, u32, u32, Option<f32>);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -470,6 +473,31 @@ impl SqliteStore {
         Ok(old.and_then(|b| DocTerms::decode(&b)))
     }
 
+    /// Writes the queued posting changes in `(term, slot)` order, the last
+    /// change of each pair winning: a commit of many documents then walks
+    /// the postings B-tree once, rather than jumping about it per
+    /// document.
+    fn write_postings(tx: &rusqlite::Transaction, mut ops: Vec<PostingOp>) -> rusqlite::Result<()> {
+        ops.sort_unstable_by_key(|&(term, slot, seq, _)| (term, slot, seq));
+        let mut put = tx.prepare_cached(
+            "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
+        )?;
+        let mut del = tx.prepare_cached("DELETE FROM postings WHERE term = ?1 AND slot = ?2")?;
+        for (i, &(term, slot, _, tf)) in ops.iter().enumerate() {
+            let last = ops
+                .get(i + 1)
+                .is_none_or(|&(t, s, _, _)| (t, s) != (term, slot));
+            if !last {
+                continue;
+            }
+            match tf {
+                Some(tf) => put.execute(params![term, slot, tf as f64])?,
+                None => del.execute(params![term, slot])?,
+            };
+        }
+        Ok(())
+    }
+
     fn term_id(
         tx: &rusqlite::Transaction,
         cache: &std::collections::HashMap<String, i64>,
@@ -489,11 +517,13 @@ impl SqliteStore {
     }
 
     /// Brings a slot's postings from its stored terms to `new`, touching
-    /// only the terms that differ, and stores `new` as its terms.
+    /// only the terms that differ (queued in `ops`, see
+    /// [`SqliteStore::write_postings`]), and stores `new` as its terms.
     fn update_postings(
         tx: &rusqlite::Transaction,
         cache: &std::collections::HashMap<String, i64>,
         fresh: &mut NewTerms,
+        ops: &mut Vec<PostingOp>,
         slot: u32,
         new: Option<&DocTerms>,
     ) -> rusqlite::Result<()> {
@@ -502,21 +532,13 @@ impl SqliteStore {
         let a = old.as_ref().map_or(&empty, |t| &t.terms);
         let b = new.map_or(&empty, |t| &t.terms);
         let (old_terms, new_terms) = term_changes(a, b);
-        let mut gone: Vec<rusqlite::types::Value> = vec![];
         for t in old_terms {
             let id = Self::term_id(tx, cache, fresh, t)?;
-            gone.push(rusqlite::types::Value::Integer(id));
+            ops.push((id, slot, ops.len() as u32, None));
         }
-        let mut put = tx.prepare_cached(
-            "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
-        )?;
         for (t, tf) in new_terms {
             let id = Self::term_id(tx, cache, fresh, t)?;
-            put.execute(params![id, slot, tf as f64])?;
-        }
-        if !gone.is_empty() {
-            tx.prepare_cached("DELETE FROM postings WHERE slot = ?1 AND term IN rarray(?2)")?
-                .execute(params![slot, std::rc::Rc::new(gone)])?;
+            ops.push((id, slot, ops.len() as u32, Some(tf)));
         }
         match new {
             Some(t) => {
@@ -911,12 +933,13 @@ impl Storage for SqliteStore {
         }
         let cache = &self.term_ids;
         let mut fresh = NewTerms::new();
+        let mut ops = vec![];
         let task = Task::begin(
             "writing documents",
             Some((plan.deletes.len() + plan.upserts.len()) as u64),
         );
         for slot in &plan.deletes {
-            Self::update_postings(&tx, cache, &mut fresh, *slot, None)?;
+            Self::update_postings(&tx, cache, &mut fresh, &mut ops, *slot, None)?;
             tx.prepare_cached("DELETE FROM docs WHERE slot = ?1")?
                 .execute([slot])?;
             task.advance(1);
@@ -928,15 +951,16 @@ impl Storage for SqliteStore {
                 "INSERT OR REPLACE INTO docs(slot, bundle, path, hash, len, compiled) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![d.slot, d.bundle, d.path, d.hash, len, compiled])?;
-            Self::update_postings(&tx, cache, &mut fresh, d.slot, d.terms.as_ref())?;
+            Self::update_postings(&tx, cache, &mut fresh, &mut ops, d.slot, d.terms.as_ref())?;
             task.advance(1);
         }
         drop(task);
         for (slot, terms) in &plan.reindex {
             tx.prepare_cached("UPDATE docs SET len = ?2 WHERE slot = ?1")?
                 .execute(params![slot, terms.len as f64])?;
-            Self::update_postings(&tx, cache, &mut fresh, *slot, Some(terms))?;
+            Self::update_postings(&tx, cache, &mut fresh, &mut ops, *slot, Some(terms))?;
         }
+        Self::write_postings(&tx, ops)?;
         let parent = head.as_ref().map(|h| h.revision.clone());
         let revision = revision_digest(parent.as_deref(), plan);
         let bundles = serde_json::to_string(&plan.bundles).unwrap_or_else(|_| "[]".into());
@@ -981,15 +1005,17 @@ impl Storage for SqliteStore {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let cache = &self.term_ids;
         let mut fresh = NewTerms::new();
+        let mut ops = vec![];
         let task = Task::begin("recompiling documents", Some(docs.len() as u64));
         for d in docs {
             let len = d.terms.as_ref().map_or(0.0, |t| t.len as f64);
             tx.prepare_cached("UPDATE docs SET len = ?2, compiled = ?3 WHERE slot = ?1")?
                 .execute(params![d.slot, len, d.compiled.encode()])?;
-            Self::update_postings(&tx, cache, &mut fresh, d.slot, d.terms.as_ref())?;
+            Self::update_postings(&tx, cache, &mut fresh, &mut ops, d.slot, d.terms.as_ref())?;
             task.advance(1);
         }
         drop(task);
+        Self::write_postings(&tx, ops)?;
         if last {
             tx.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('compiler', ?1)",
