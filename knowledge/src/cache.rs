@@ -420,6 +420,9 @@ impl Cache {
                 })
                 .collect();
             st.commit(store, name, &changes, compiled, None, now)?;
+            // A cache keeps no history: only the newest revision and the
+            // contents it uses (the head stays).
+            let _ = store.gc(1);
             Ok(st.head.as_ref().map(|h| h.revision.clone()))
         });
         r.map_err(|e| match e {

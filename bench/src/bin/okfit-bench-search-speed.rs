@@ -9,7 +9,10 @@
 //! stores each in a SQLite tenant, then measures through `okfit-mcp` over
 //! stdio, for the store (`okf:///data?tenant=…`) and for the folder
 //! (`okf:///abs/folder`) at each of `--sizes` (default 20,000):
-//! - spawn → `initialize` → first `search` answered (median of 5 servers);
+//! - spawn → `initialize` → first `search` answered (median of 5 servers;
+//!   the folder's servers find its cache, which a first server without
+//!   one filled in the background: that server's first search, peak RSS
+//!   and time to the saved cache are reported too);
 //! - warm `tools/call search` p50/p95 over 120 queries of 2–8 consecutive
 //!   words of generated sentences (common words included), after one
 //!   warm-up pass, minus the p50 of a `ping` round trip;
@@ -154,12 +157,49 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// The okfit cache root the folder servers use (emptied before a run).
+fn cache_root() -> PathBuf {
+    kbdata::out_dir().join("prose").join("cache")
+}
+
+/// A folder without a cache: spawn → `initialize` → first `search`, that
+/// server's peak RSS, and when it had saved the folder's cache (filled in
+/// the background), from spawn.
+fn uncached_folder(dsn: &str, query: &str) -> Result<Value, String> {
+    let root = cache_root();
+    let _ = std::fs::remove_dir_all(&root);
+    let mut cmd = Command::new(daemon::target_dir().join("release").join("okfit-mcp"));
+    cmd.arg(dsn).env("OKFIT_CACHE", &root);
+    let t = Instant::now();
+    let mut s = Session::start(cmd)?;
+    s.initialize()?;
+    s.request("tools/call", &search_params(query))?;
+    let first = ms(t);
+    let saved = || {
+        std::fs::read_dir(root.join("folders"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join("stamps").is_file())
+    };
+    while !saved() {
+        if t.elapsed() > std::time::Duration::from_secs(600) {
+            return Err("the folder's cache was not saved within 10 minutes".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let filled = ms(t);
+    let rss = s.peak_rss_mb();
+    s.close();
+    Ok(json!({"first_search_ms": first, "cache_saved_ms": filled, "peak_rss_mb": rss}))
+}
+
 /// The figures of `okfit-mcp -c dsn`.
 fn through_mcp(dsn: &str, queries: &[String]) -> Result<Value, String> {
     let bin = daemon::target_dir().join("release").join("okfit-mcp");
     let server = || {
         let mut cmd = Command::new(&bin);
-        cmd.arg(dsn);
+        cmd.arg(dsn).env("OKFIT_CACHE", cache_root());
         cmd
     };
     let mut firsts = Vec::new();
@@ -248,6 +288,11 @@ fn run(
             if !wanted(kind) {
                 continue;
             }
+            let cold = if kind == "folder" {
+                Some(uncached_folder(&dsn, &qs[0])?)
+            } else {
+                None
+            };
             let v = through_mcp(&dsn, &qs)?;
             println!(
                 "| {kind} | {n} | {:.1} | {:.3} / {:.3} | {:.3} | {:.1} |",
@@ -257,7 +302,18 @@ fn run(
                 v["ping_ms"].as_f64().unwrap_or(f64::NAN),
                 v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
             );
-            rows.push(json!({"connection": kind, "concepts": n, "mcp": v}));
+            rows.push(json!({"connection": kind, "concepts": n, "mcp": v, "uncached": cold}));
+        }
+    }
+    for r in &rows {
+        if let Some(c) = r.get("uncached").filter(|c| !c.is_null()) {
+            println!(
+                "\nfolder, {} concepts, without a cache: first search {:.1} ms, peak RSS {:.1} MB; its cache saved (in the background) {:.1} s after spawn",
+                r["concepts"],
+                c["first_search_ms"].as_f64().unwrap_or(f64::NAN),
+                c["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
+                c["cache_saved_ms"].as_f64().unwrap_or(f64::NAN) / 1e3,
+            );
         }
     }
     let sock = if wanted("socket") {
