@@ -2135,6 +2135,13 @@ fn many_concepts(sb: &Sandbox, rel: &str, n: usize) {
     }
 }
 
+/// Writes `text` to `path` and sets its modification time back to `mtime`.
+fn write_with_mtime(path: &Path, text: &str, mtime: std::time::SystemTime) {
+    std::fs::write(path, text).unwrap();
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(mtime).unwrap();
+}
+
 /// A folder of 1,200 concepts is kept in okfit's cache between processes:
 /// every answer equals the one read into memory (`OKFIT_CACHE=off`), on
 /// the run that fills the cache, on the runs that read it, after edits,
@@ -2250,10 +2257,7 @@ fn a_large_folder_answers_from_its_cache_as_from_memory() {
     let c5 = sb.path("big/concepts/c0005.md");
     let before = std::fs::metadata(&c5).unwrap().modified().unwrap();
     let t = std::fs::read_to_string(&c5).unwrap();
-    std::fs::write(&c5, t.replacen("concept 5.", "concept Z.", 1)).unwrap();
-    let f = std::fs::File::options().write(true).open(&c5).unwrap();
-    f.set_modified(before).unwrap();
-    drop(f);
+    write_with_mtime(&c5, &t.replacen("concept 5.", "concept Z.", 1), before);
     let stamps = dir.join("stamps");
     let s = std::fs::read_to_string(&stamps).unwrap();
     let mut lines: Vec<&str> = s.lines().collect();
@@ -2276,10 +2280,7 @@ fn a_large_folder_answers_from_its_cache_as_from_memory() {
     std::fs::write(&c7, format!("{t}\nfirst\n")).unwrap();
     let first = std::fs::metadata(&c7).unwrap().modified().unwrap();
     same(answers(true), &answers(false), "after a recent edit");
-    std::fs::write(&c7, format!("{t}\nfinal\n")).unwrap();
-    let f = std::fs::File::options().write(true).open(&c7).unwrap();
-    f.set_modified(first).unwrap();
-    drop(f);
+    write_with_mtime(&c7, &format!("{t}\nfinal\n"), first);
     let memory = answers(false);
     assert!(memory[6].contains("final"), "{}", memory[6]);
     same(

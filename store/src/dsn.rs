@@ -134,6 +134,13 @@ fn postgres(url: &url::Url, shown: &str) -> Result<Dsn, String> {
     })
 }
 
+/// `$HOME`, when set.
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The platform data root: `OKFIT_DATA`, else the platform's data
 /// directory (`$XDG_DATA_HOME/okfit`, `~/.local/share/okfit`,
 /// `~/Library/Application Support/okfit`, `%LOCALAPPDATA%\okfit`).
@@ -141,11 +148,6 @@ pub fn default_data_root() -> Result<PathBuf, String> {
     if let Some(d) = std::env::var_os("OKFIT_DATA").filter(|d| !d.is_empty()) {
         return Ok(PathBuf::from(d));
     }
-    let home = || {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-    };
     let dir = if cfg!(windows) {
         std::env::var_os("LOCALAPPDATA").map(PathBuf::from)
     } else if cfg!(target_os = "macos") {
@@ -171,11 +173,6 @@ pub fn default_cache_root() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("OKFIT_CACHE").filter(|d| !d.is_empty()) {
         return (d != "off").then(|| PathBuf::from(d));
     }
-    let home = || {
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-    };
     if cfg!(windows) {
         std::env::var_os("LOCALAPPDATA").map(|d| PathBuf::from(d).join("okfit").join("cache"))
     } else if cfg!(target_os = "macos") {
