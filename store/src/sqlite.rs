@@ -473,16 +473,17 @@ impl SqliteStore {
         Ok(old.and_then(|b| DocTerms::decode(&b)))
     }
 
-    /// Writes the queued posting changes in `(term, slot)` order, the last
-    /// change of each pair winning: a commit of many documents then walks
-    /// the postings B-tree once, rather than jumping about it per
-    /// document.
+    /// Writes the queued posting changes, the last change of each
+    /// `(term, slot)` winning: new postings in `(term, slot)` order (a
+    /// commit of many documents walks the postings B-tree once, rather
+    /// than jumping about it per document), gone ones a statement per slot.
     fn write_postings(tx: &rusqlite::Transaction, mut ops: Vec<PostingOp>) -> rusqlite::Result<()> {
         ops.sort_unstable_by_key(|&(term, slot, seq, _)| (term, slot, seq));
         let mut put = tx.prepare_cached(
             "INSERT OR REPLACE INTO postings(term, slot, tf) VALUES (?1, ?2, ?3)",
         )?;
-        let mut del = tx.prepare_cached("DELETE FROM postings WHERE term = ?1 AND slot = ?2")?;
+        let mut gone: std::collections::BTreeMap<u32, Vec<rusqlite::types::Value>> =
+            Default::default();
         for (i, &(term, slot, _, tf)) in ops.iter().enumerate() {
             let last = ops
                 .get(i + 1)
@@ -491,9 +492,19 @@ impl SqliteStore {
                 continue;
             }
             match tf {
-                Some(tf) => put.execute(params![term, slot, tf as f64])?,
-                None => del.execute(params![term, slot])?,
-            };
+                Some(tf) => {
+                    put.execute(params![term, slot, tf as f64])?;
+                }
+                None => gone
+                    .entry(slot)
+                    .or_default()
+                    .push(rusqlite::types::Value::Integer(term)),
+            }
+        }
+        let mut del =
+            tx.prepare_cached("DELETE FROM postings WHERE slot = ?1 AND term IN rarray(?2)")?;
+        for (slot, terms) in gone {
+            del.execute(params![slot, std::rc::Rc::new(terms)])?;
         }
         Ok(())
     }
