@@ -161,7 +161,10 @@ impl Cache {
         let dir = dir_of(root)?;
         std::fs::create_dir_all(&dir).ok()?;
         // For people looking into the cache: which folder this is.
-        let _ = std::fs::write(dir.join("folder"), root.to_string_lossy().as_bytes());
+        let label = dir.join("folder");
+        if !label.exists() {
+            let _ = std::fs::write(label, root.to_string_lossy().as_bytes());
+        }
         Some(Cache {
             kb: StoreKb::new(Location::Sqlite(dir.clone()), name.to_string()),
             tenant: name.to_string(),
@@ -289,17 +292,23 @@ impl Cache {
                 })
                 .collect();
             let mut texts = vec![];
+            // A file that cannot be read now is not shown (as a first read
+            // into memory would not), and read again next time.
+            let mut unreadable = vec![];
             for (rel, r) in &read {
                 match r {
                     Ok(b) => {
                         reads += 1;
                         texts.push((rel.as_str(), &b[..]));
                     }
-                    Err(_) => folder.forget(rel),
+                    Err(_) => {
+                        folder.forget(rel);
+                        unreadable.push(rel.clone());
+                    }
                 }
             }
             let absent = (i == 0).then_some(&present);
-            if let Some(h) = self.commit(&texts, &[], absent)? {
+            if let Some(h) = self.commit(&texts, &unreadable, absent)? {
                 head = Some(h);
             }
         }
