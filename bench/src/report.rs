@@ -848,7 +848,7 @@ fn replicas(out: &mut String, inputs: &Inputs) {
         one(num(vis, "first_read_share").map(|x| x * 100.0)),
         verdict(num(vis, "visible_ms.p95").map(|x| x < 50.0)),
     );
-    out.push_str("Tenants of 50 short prose concepts each, written in-process, then one daemon with the default `--warm-tenants` (200) searching each tenant once in turn, so every search opens a cold tenant.\n\n| backend | tenants | search of a cold tenant ms p50 / p95 | p99 | daemon peak RSS MB | most open files | searched concept not first |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("Tenants of 50 short prose concepts each, written in-process, then one daemon with the default `--warm-tenants` (150) searching each tenant once in turn, so every search opens a cold tenant.\n\n| backend | tenants | search of a cold tenant ms p50 / p95 | p99 | daemon peak RSS MB | most open files | searched concept not first |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for r in rows(&v, "tenants") {
         let _ = writeln!(
             out,

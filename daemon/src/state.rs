@@ -75,8 +75,11 @@ impl Warm {
     }
 }
 
-/// How many tenants a daemon keeps open by default.
-pub const WARM_TENANTS: usize = 200;
+/// How many tenants a daemon keeps open by default. A warm SQLite tenant
+/// holds five files (the database and its log for each of its two
+/// connections, and the shared-memory index): 150 of them stay under 800
+/// descriptors, below the common soft limit of 1,024 with room for clients.
+pub const WARM_TENANTS: usize = 150;
 
 /// How many documents the warm-up at start loads at most, over all the
 /// tenants it warms: enough for the largest tenants we measure, few enough

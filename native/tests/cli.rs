@@ -1748,6 +1748,64 @@ fn git_drift_ignores_commits_that_only_edit_frontmatter() {
 }
 
 #[test]
+fn git_drift_walks_back_through_many_files_and_versions() {
+    if !have_git() {
+        eprintln!("git not found; skipping");
+        return;
+    }
+    let sb = Sandbox::new();
+    let dir = git_project(&sb);
+    let stamped = |title: &str, body: &str| {
+        generated_concept("2020-01-01T00:00:00Z", title, body).replace(&format!("# {title}"), "# G")
+    };
+    // Ten files whose body last changed in the first commit, then had
+    // their frontmatter edited twice; a file deleted and added again; a
+    // file whose body changed in the last commit.
+    for i in 0..10 {
+        sb.write(&format!("repo/okf/g{i}.md"), &stamped("G", "Body one."));
+    }
+    sb.write("repo/okf/back.md", &stamped("G", "Back."));
+    sb.write("repo/okf/late.md", &stamped("G", "Late one."));
+    let first = commit_all(&sb, &dir, "2026-01-02T00:00:00Z", "one");
+    for i in 0..10 {
+        sb.write(&format!("repo/okf/g{i}.md"), &stamped("G two", "Body one."));
+    }
+    std::fs::remove_file(sb.path("repo/okf/back.md")).unwrap();
+    commit_all(&sb, &dir, "2026-02-03T00:00:00Z", "two");
+    for i in 0..10 {
+        sb.write(
+            &format!("repo/okf/g{i}.md"),
+            &stamped("G three", "Body one."),
+        );
+    }
+    sb.write("repo/okf/back.md", &stamped("G", "Back."));
+    let third = commit_all(&sb, &dir, "2026-03-04T00:00:00Z", "three");
+    sb.write("repo/okf/late.md", &stamped("G", "Late two."));
+    let fourth = commit_all(&sb, &dir, "2026-04-05T00:00:00Z", "four");
+    let d = drift(&sb, &dir, &[]);
+    let message = |file: &str| {
+        let m: Vec<_> = d.iter().filter(|x| x["file"] == file).collect();
+        assert_eq!(m.len(), 1, "{file}: {d:?}");
+        m[0]["message"].as_str().unwrap().to_string()
+    };
+    let said = |date: &str, sha: &str| {
+        format!(
+            "generated.at is recorded; the last body change was {date} ({})",
+            &sha[..7]
+        )
+    };
+    for i in 0..10 {
+        assert_eq!(
+            message(&format!("g{i}.md")),
+            said("2026-01-02T00:00:00Z", &first)
+        );
+    }
+    assert_eq!(message("back.md"), said("2026-03-04T00:00:00Z", &third));
+    assert_eq!(message("late.md"), said("2026-04-05T00:00:00Z", &fourth));
+    assert_eq!(d.len(), 12, "{d:?}");
+}
+
+#[test]
 fn git_drift_is_skipped_with_skip_provenance() {
     if !have_git() {
         eprintln!("git not found; skipping");

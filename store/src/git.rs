@@ -8,7 +8,7 @@ use okfit_core::diag::{Diagnostic, Tier};
 use okfit_core::doc::file_body_digest;
 use okfit_core::time::{self, Instant};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -35,52 +35,88 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-struct Blobs {
-    child: std::process::Child,
-    out: BufReader<std::process::ChildStdout>,
-}
-
-impl Blobs {
-    fn open(top: &Path) -> Option<Blobs> {
-        let mut child = Command::new("git")
-            .arg("-C")
-            .arg(top)
-            .args(["cat-file", "--batch"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let out = BufReader::new(child.stdout.take()?);
-        Some(Blobs { child, out })
+/// The texts of the blobs `oids`, read by one `git cat-file --batch`
+/// whose requests are all written (from a second thread) while its answers
+/// are read: one process and no round trip per blob. A blob git does not
+/// have is absent from the answer.
+fn blobs(top: &Path, oids: &[&str]) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    if oids.is_empty() {
+        return out;
     }
-
-    /// The text of `<rev>:<path>`, or `None` when absent.
-    fn get(&mut self, rev: &str, path: &str) -> Option<String> {
-        let stdin = self.child.stdin.as_mut()?;
-        writeln!(stdin, "{rev}:{path}").ok()?;
-        stdin.flush().ok()?;
-        let mut header = String::new();
-        self.out.read_line(&mut header).ok()?;
-        let mut parts = header.split_whitespace();
-        let _oid = parts.next()?;
-        let kind = parts.next()?;
-        if kind == "missing" || kind == "ambiguous" {
-            return None;
+    let Ok(mut child) = Command::new("git")
+        .arg("-C")
+        .arg(top)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return out;
+    };
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return out;
+    };
+    let mut reader = BufReader::new(stdout);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut w = std::io::BufWriter::new(&mut stdin);
+            for oid in oids {
+                if writeln!(w, "{oid}").is_err() {
+                    return;
+                }
+            }
+            let _ = w.flush();
+            // Dropping stdin ends the batch.
+        });
+        for oid in oids {
+            match read_blob(&mut reader) {
+                Some(Some(text)) => {
+                    out.insert(oid.to_string(), text);
+                }
+                Some(None) => {}
+                None => break,
+            }
         }
-        let size: usize = parts.next()?.parse().ok()?;
-        let mut buf = vec![0u8; size + 1];
-        self.out.read_exact(&mut buf).ok()?;
-        buf.pop();
-        Some(String::from_utf8_lossy(&buf).into_owned())
-    }
+    });
+    drop(reader);
+    let _ = child.wait();
+    out
 }
 
-impl Drop for Blobs {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
+/// One answer of `git cat-file --batch`: `Some(None)` for a missing
+/// object, `None` when the stream ends or cannot be read.
+fn read_blob(r: &mut impl BufRead) -> Option<Option<String>> {
+    let mut header = String::new();
+    if r.read_line(&mut header).ok()? == 0 {
+        return None;
     }
+    let mut parts = header.split_whitespace();
+    let _oid = parts.next()?;
+    let kind = parts.next()?;
+    if kind == "missing" || kind == "ambiguous" {
+        return Some(None);
+    }
+    let size: usize = parts.next()?.parse().ok()?;
+    let mut buf = vec![0u8; size + 1];
+    r.read_exact(&mut buf).ok()?;
+    buf.pop();
+    Some(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// Whether git could find a work tree around `dir`: a `.git` in it or a
+/// folder above, or git's own variables naming one. Without either, no git
+/// process is started (a few milliseconds each).
+fn may_be_in_a_work_tree(dir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
+        return true;
+    }
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors()
+        .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
 }
 
 /// The repository a bundle lives in, as far as the git tier needs it.
@@ -88,7 +124,9 @@ impl Drop for Blobs {
 pub struct Repo {
     top: PathBuf,
     prefix: String,
-    tracked: HashSet<String>,
+    /// The files committed under the bundle in `HEAD` (repository paths),
+    /// with their blob ids.
+    tracked: HashMap<String, String>,
 }
 
 impl Repo {
@@ -97,25 +135,33 @@ impl Repo {
     /// nothing is committed to compare with. Cheap enough to run beside
     /// parsing (two short git calls).
     pub fn discover(bundle_root: &Path) -> Option<Repo> {
+        if !may_be_in_a_work_tree(bundle_root) {
+            return None;
+        }
         // One call answers "is this a repository" and "has it a commit".
         let head = git(
             bundle_root,
             &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
         )?;
         let mut repo = Repo::at(head.lines().next()?, bundle_root)?;
-        repo.tracked = git(
-            &repo.top,
-            &["ls-tree", "-r", "--name-only", "HEAD", "--", repo.scope()],
-        )
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
+        repo.tracked = git(&repo.top, &["ls-tree", "-r", "HEAD", "--", repo.scope()])
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                // `<mode> <type> <oid>\t<path>`
+                let (head, path) = l.split_once('\t')?;
+                let oid = head.split(' ').nth(2)?;
+                Some((path.to_string(), oid.to_string()))
+            })
+            .collect();
         Some(repo)
     }
 
     /// The repository around `bundle_root` when it has no commit yet.
     fn unborn(bundle_root: &Path) -> Option<Repo> {
+        if !may_be_in_a_work_tree(bundle_root) {
+            return None;
+        }
         let top = git(bundle_root, &["rev-parse", "--show-toplevel"])?;
         Repo::at(top.lines().next()?, bundle_root)
     }
@@ -135,7 +181,7 @@ impl Repo {
         Some(Repo {
             top,
             prefix,
-            tracked: HashSet::new(),
+            tracked: HashMap::new(),
         })
     }
 
@@ -198,19 +244,27 @@ pub fn state(bundle_root: &Path) -> RepoState {
 /// For each bundle-relative path, where its body stands: untracked, dirty,
 /// or the commit (first-parent history, so conflict-resolving merges count)
 /// that last changed it. Paths with no history are left out.
+///
+/// Four git processes whatever the number of paths: `diff` (what differs
+/// from `HEAD`), one `log --raw` (each commit's blob of each file), and
+/// `cat-file --batch` for the blobs whose bodies must be compared, in
+/// rounds: a file's newest two versions first, an older one only while the
+/// body stayed the same. A file with one version reads no blob.
 pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<String, Provenance> {
     let mut out = HashMap::new();
     let top = &repo.top;
     let scope = repo.scope();
-    let mut tracked_any = false;
+    let mut tracked = vec![];
     for p in paths {
-        if repo.tracked.contains(&repo.path(p)) {
-            tracked_any = true;
-        } else {
-            out.insert(p.to_string(), Provenance::Untracked);
+        let rp = repo.path(p);
+        match repo.tracked.get(&rp) {
+            Some(oid) => tracked.push((*p, rp, oid.as_str())),
+            None => {
+                out.insert(p.to_string(), Provenance::Untracked);
+            }
         }
     }
-    if !tracked_any {
+    if tracked.is_empty() {
         return out; // nothing committed to compare with
     }
     let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", scope])
@@ -218,78 +272,155 @@ pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<St
         .lines()
         .map(str::to_string)
         .collect();
-    // History: file -> commits (newest first) with author dates.
     let log = git(
         top,
         &[
             "log",
             "--first-parent",
             "--diff-merges=first-parent",
-            "--name-only",
+            "--raw",
+            "--no-abbrev",
             "--format=%x01%H %aI",
             "--",
             scope,
         ],
     )
     .unwrap_or_default();
-    let mut history: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-    let mut current: Option<(&str, &str)> = None;
-    for line in log.lines() {
-        if let Some(h) = line.strip_prefix('\u{1}') {
-            current = h.split_once(' ');
-        } else if !line.is_empty() {
-            if let Some(c) = current {
-                history.entry(line).or_default().push(c);
-            }
-        }
-    }
-    let Some(mut blobs) = Blobs::open(top) else {
-        return out;
-    };
-    for p in paths {
-        let rp = repo.path(p);
-        if !repo.tracked.contains(&rp) {
-            continue;
-        }
-        if changed.contains(&rp) {
-            let head_digest = blobs.get("HEAD", &rp).map(|t| file_body_digest(&t));
-            let now_digest = std::fs::read(bundle_root.join(p))
+    let history = versions(&log);
+    let mut digests = Digests::default();
+    // A body that differs from HEAD's is dirty: its last change is not
+    // committed.
+    let dirty: Vec<&(&str, String, &str)> = tracked
+        .iter()
+        .filter(|(_, rp, _)| changed.contains(rp))
+        .collect();
+    digests.fill(top, dirty.iter().map(|(_, _, oid)| *oid));
+    let mut walks = vec![];
+    for (p, rp, oid) in &tracked {
+        if changed.contains(rp) {
+            let now = std::fs::read(bundle_root.join(p))
                 .ok()
                 .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
-            if head_digest.is_none() || head_digest != now_digest {
+            if digests.get(Some(oid)).is_none() || digests.get(Some(oid)) != now {
                 out.insert(p.to_string(), Provenance::Dirty);
                 continue;
             }
         }
-        let Some(commits) = history.get(rp.as_str()) else {
-            continue;
-        };
-        let mut last: Option<(&str, &str)> = None;
-        let mut prev_digest: Option<String> = None;
-        for (sha, date) in commits {
-            let d = blobs.get(sha, &rp).map(|t| file_body_digest(&t));
-            match (&prev_digest, &d) {
-                (Some(p), Some(dd)) if p != dd => break,
-                (Some(_), None) => break,
-                _ => {}
-            }
-            last = Some((sha, date));
-            prev_digest = d;
+        if let Some(commits) = history.get(rp.as_str()) {
+            walks.push(Walk {
+                path: p,
+                commits,
+                last: 0,
+            });
         }
-        let Some((sha, date)) = last else {
-            continue;
-        };
-        if let Ok(time::Parsed::Instant(at)) = time::parse(date) {
+    }
+    // Each round reads the next older version of every walk still going;
+    // a file with one version reads none.
+    let mut going: Vec<&mut Walk> = walks.iter_mut().filter(|w| w.commits.len() > 1).collect();
+    while !going.is_empty() {
+        let wanted = going.iter().flat_map(|w| {
+            let c = w.commits;
+            [c[w.last].blob, c.get(w.last + 1).and_then(|v| v.blob)]
+        });
+        digests.fill(top, wanted.flatten());
+        going.retain_mut(|w| {
+            let Some(older) = w.commits.get(w.last + 1) else {
+                return false;
+            };
+            let (newer, older) = (digests.get(w.commits[w.last].blob), digests.get(older.blob));
+            if older.is_none() || newer != older {
+                return false;
+            }
+            w.last += 1;
+            true
+        });
+    }
+    for w in walks {
+        let v = &w.commits[w.last];
+        if let Ok(time::Parsed::Instant(at)) = time::parse(v.date) {
             out.insert(
-                p.to_string(),
+                w.path.to_string(),
                 Provenance::Changed {
-                    sha: sha.to_string(),
+                    sha: v.sha.to_string(),
                     at,
                 },
             );
         }
     }
     out
+}
+
+/// One commit's version of a file: the commit, its author date, and the
+/// file's blob after it (`None` when the commit deleted the file).
+struct Version<'a> {
+    sha: &'a str,
+    date: &'a str,
+    blob: Option<&'a str>,
+}
+
+/// A file's history being walked back: its versions, newest first, and the
+/// oldest one reached whose body equals the newest's.
+struct Walk<'a> {
+    path: &'a str,
+    commits: &'a [Version<'a>],
+    last: usize,
+}
+
+/// Each file's versions, newest first, from `git log --raw --no-abbrev`
+/// with the format `%x01%H %aI`.
+fn versions(log: &str) -> HashMap<&str, Vec<Version<'_>>> {
+    let mut history: HashMap<&str, Vec<Version>> = HashMap::new();
+    let mut current: Option<(&str, &str)> = None;
+    for line in log.lines() {
+        if let Some(h) = line.strip_prefix('\u{1}') {
+            current = h.split_once(' ');
+            continue;
+        }
+        // `:<mode> <mode> <oid> <oid> <status>\t<path>[\t<new path>]`
+        let (Some(raw), Some((sha, date))) = (line.strip_prefix(':'), current) else {
+            continue;
+        };
+        let Some((fields, paths)) = raw.split_once('\t') else {
+            continue;
+        };
+        let path = paths.rsplit('\t').next().unwrap_or(paths);
+        let mut f = fields.split(' ');
+        let (Some(new), Some(status)) = (f.nth(3), f.next()) else {
+            continue;
+        };
+        let deleted = status.starts_with('D') || new.bytes().all(|b| b == b'0');
+        history.entry(path).or_default().push(Version {
+            sha,
+            date,
+            blob: (!deleted).then_some(new),
+        });
+    }
+    history
+}
+
+/// Body digests of blobs, by blob id, read as they are needed.
+#[derive(Default)]
+struct Digests {
+    known: HashMap<String, Option<String>>,
+}
+
+impl Digests {
+    /// Reads the blobs of `oids` not read yet, in one batch.
+    fn fill<'a>(&mut self, top: &Path, oids: impl Iterator<Item = &'a str>) {
+        let mut new: Vec<&str> = oids.filter(|o| !self.known.contains_key(*o)).collect();
+        new.sort_unstable();
+        new.dedup();
+        let texts = blobs(top, &new);
+        for oid in new {
+            let digest = texts.get(oid).map(|t| file_body_digest(t));
+            self.known.insert(oid.to_string(), digest);
+        }
+    }
+
+    /// The body digest of a blob read before.
+    fn get(&self, oid: Option<&str>) -> Option<String> {
+        self.known.get(oid?).cloned().flatten()
+    }
 }
 
 /// Runs the git tier over `repo` (from [`Repo::discover`]).
