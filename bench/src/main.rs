@@ -42,6 +42,11 @@ Options:
                     workspace root) per size and shape; {dir} is replaced by
                     the project dir (bench/out/b<N>), {bundle} by its okf/.
                     May be repeated. Its exit code is reported, never fatal.
+  --committed N     also measure okfit on the standard bundle of N concepts
+                    committed to its own git repository (bench/out/git<N>:
+                    one commit of every file, then one changing every tenth
+                    concept's body), where the git tier of
+                    generated-at-drift reads the history; tool okfit-committed
   --check-targets   exit 1 if a 10,000-concept target is missed
   -h, --help        show this help
 
@@ -72,6 +77,7 @@ struct Args {
     peer_runs: Option<usize>,
     json: Option<PathBuf>,
     check_targets: bool,
+    committed: Option<usize>,
 }
 
 /// A failure: message plus the process exit code to use.
@@ -108,6 +114,7 @@ fn parse_args() -> Result<Option<Args>, Fail> {
         peer_runs: None,
         json: None,
         check_targets: false,
+        committed: None,
     };
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
@@ -129,7 +136,7 @@ fn parse_args() -> Result<Option<Args>, Fail> {
                 continue;
             }
             "--sizes" | "--shapes" | "--runs" | "--bin" | "--now" | "--peer" | "--peer-runs"
-            | "--json" => {}
+            | "--json" | "--committed" => {}
             _ => return Err(usage_err(format!("unknown argument {arg:?} (see --help)"))),
         }
         let value = match inline {
@@ -175,6 +182,7 @@ fn parse_args() -> Result<Option<Args>, Fail> {
             }
             "--runs" => args.runs = parse_count(&flag, &value)?,
             "--peer-runs" => args.peer_runs = Some(parse_count(&flag, &value)?),
+            "--committed" => args.committed = Some(parse_count(&flag, &value)?),
             "--json" => args.json = Some(PathBuf::from(value)),
             "--bin" => args.bin = Some(PathBuf::from(value)),
             "--now" => args.now = value,
@@ -307,6 +315,106 @@ fn prepare_bundle(root: &Path, concepts: usize, shape: Shape) -> Result<Bundle, 
         files,
         bytes,
     })
+}
+
+/// The standard bundle of `concepts` in its own git repository at
+/// bench/out/git<N>: a first commit of every file, then a second that
+/// changes the body of every tenth concept (fixed names and dates, so the
+/// history is the same on every machine). Made once; a stamp keeps it.
+fn committed_bundle(root: &Path, concepts: usize) -> Result<Bundle, Fail> {
+    let source = prepare_bundle(root, concepts, Shape::Standard)?;
+    let rel_dir = format!("bench/out/git{concepts}");
+    let dir = root.join(&rel_dir);
+    let stamp_path = dir.join(STAMP_FILE);
+    let stamp = format!("{} committed 2\n", source.params.stamp());
+    let fail = |what: &str, e: &dyn std::fmt::Display| Fail(format!("{rel_dir}: {what}: {e}"), 2);
+    if fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && dir.join(".git").is_dir() {
+        eprintln!("okfit-bench: {rel_dir} is up to date");
+    } else {
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(|e| fail("cannot remove", &e))?;
+        }
+        copy_tree(&root.join(&source.rel_dir), &dir).map_err(|e| fail("cannot copy", &e))?;
+        let _ = fs::remove_file(&stamp_path);
+        let git = |args: &[&str], date: &str| -> Result<(), Fail> {
+            let out = Command::new("git")
+                .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
+                .args(args)
+                .current_dir(&dir)
+                .env("GIT_AUTHOR_NAME", "okfit-bench")
+                .env("GIT_AUTHOR_EMAIL", "bench@okfit.invalid")
+                .env("GIT_COMMITTER_NAME", "okfit-bench")
+                .env("GIT_COMMITTER_EMAIL", "bench@okfit.invalid")
+                .env("GIT_AUTHOR_DATE", date)
+                .env("GIT_COMMITTER_DATE", date)
+                .output()
+                .map_err(|e| fail("cannot run git", &e))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(fail(
+                    &format!("git {}", args.join(" ")),
+                    &String::from_utf8_lossy(&out.stderr).trim(),
+                ))
+            }
+        };
+        let first = "2026-03-01T00:00:00Z";
+        git(&["init", "-q"], first)?;
+        git(&["add", "-A"], first)?;
+        git(&["commit", "-q", "-m", "bundle"], first)?;
+        let bundle = dir.join(generator::BUNDLE_DIR);
+        let mut edited = 0;
+        for area in sorted_entries(&bundle).map_err(|e| fail("cannot list", &e))? {
+            if !area.is_dir() {
+                continue;
+            }
+            for file in sorted_entries(&area).map_err(|e| fail("cannot list", &e))? {
+                let is_concept = file.extension().is_some_and(|e| e == "md")
+                    && file.file_name().is_some_and(|n| n != "index.md");
+                if !is_concept {
+                    continue;
+                }
+                if edited % 10 == 0 {
+                    let mut text =
+                        fs::read_to_string(&file).map_err(|e| fail("cannot read", &e))?;
+                    text.push_str("\nA paragraph added later.\n");
+                    fs::write(&file, text).map_err(|e| fail("cannot write", &e))?;
+                }
+                edited += 1;
+            }
+        }
+        git(
+            &["commit", "-q", "-a", "-m", "edit bodies"],
+            "2026-04-01T00:00:00Z",
+        )?;
+        fs::write(&stamp_path, &stamp).map_err(|e| fail("cannot write the stamp", &e))?;
+        eprintln!("okfit-bench: committed {rel_dir} ({edited} concepts, a tenth edited)");
+    }
+    Ok(Bundle { rel_dir, ..source })
+}
+
+/// The entries of `dir`, sorted by name.
+fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut v = fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<io::Result<Vec<_>>>()?;
+    v.sort();
+    Ok(v)
+}
+
+/// Copies the files and folders under `from` to `to` (created).
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Measurements of one command on one bundle.
@@ -681,6 +789,44 @@ fn real_main() -> Result<u8, Fail> {
             }
             rows.push(make_row(&tool, shell, b, walls, max_rss_kib, exit));
         }
+    }
+
+    if let Some(n) = args.committed {
+        let b = committed_bundle(&root, n)?;
+        let cmd_args = [
+            "validate",
+            b.rel_dir.as_str(),
+            "--format",
+            "json",
+            "--now",
+            args.now.as_str(),
+        ];
+        let cmdline = std::iter::once(shell_quote(&bin_str))
+            .chain(cmd_args.iter().map(|a| shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        eprintln!("okfit-bench: {cmdline}  (1 warm-up + {} runs)", args.runs);
+        let report = out_dir.join(format!("git{n}.validate.json"));
+        let (walls, max_rss_kib, exit) = measure_command(
+            "okfit",
+            &bin_str,
+            args.runs,
+            || {
+                let mut c = Command::new(&bin);
+                c.args(cmd_args).current_dir(&root);
+                c
+            },
+            Some(&report),
+            |r| okfit_failure(&cmdline, r),
+        )?;
+        rows.push(make_row(
+            "okfit-committed",
+            cmdline,
+            &b,
+            walls,
+            max_rss_kib,
+            exit,
+        ));
     }
 
     let mut report = render_table(&rows);

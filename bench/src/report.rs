@@ -239,10 +239,50 @@ fn validation(out: &mut String, inputs: &Inputs) {
     for (what, _) in verdicts.iter().filter(|(_, ok)| !ok) {
         let _ = writeln!(out, "- missed: {what}.");
     }
+    committed(out, &results);
     if !inputs.peers.is_empty() {
         out.push_str("\nEach tool reads the same bundle from disk and writes its report: okfit `validate --format json` (conformance, lint, links, index and log checks), `okf validate --json` (its V1–V36 checks; it exits 65 because the bundle has warnings, as it should), and okf-cli `validate` (a conformance check per file). The exact commands are under Commands.\n");
     }
     out.push('\n');
+}
+
+/// The line on a bundle committed to git, beside the same bundle
+/// uncommitted, when the run measured one.
+fn committed(out: &mut String, results: &[&Value]) {
+    let tool = |r: &&Value, t: &str| r.get("tool").and_then(Value::as_str) == Some(t);
+    let Some(c) = results.iter().find(|r| tool(r, "okfit-committed")) else {
+        return;
+    };
+    let n = num(c, "concepts");
+    let plain = results.iter().find(|r| {
+        tool(r, "okfit")
+            && num(r, "concepts") == n
+            && r.get("shape").and_then(Value::as_str) == Some("standard")
+    });
+    let walls = |r: &Value| -> Vec<f64> {
+        r.get("wall_s")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    };
+    let p95 = |r: &Value| percentile(&walls(r), 95).unwrap_or(f64::NAN);
+    let _ = write!(
+        out,
+        "\nCommitted to git: the standard bundle of {} concepts in its own repository (one commit of every file, then one changing every tenth concept's body), where every concept records `generated` without `body_sha256`, so the git tier of `generated-at-drift` reads each one's history: okfit median (p95) {:.3} ({:.3}) s, RSS {} MB",
+        int(n),
+        num(c, "median_s").unwrap_or(f64::NAN),
+        p95(c),
+        one(num(c, "peak_rss_mb")),
+    );
+    if let Some(p) = plain {
+        let _ = write!(
+            out,
+            "; the same bundle outside git {:.3} ({:.3}) s",
+            num(p, "median_s").unwrap_or(f64::NAN),
+            p95(p)
+        );
+    }
+    out.push_str(".\n");
 }
 
 /// One shape's table; returns each target it judged (what, met).
@@ -266,6 +306,7 @@ fn validation_table(
         .collect();
     let mut sizes: Vec<u64> = of_shape
         .iter()
+        .filter(|r| r.get("tool").and_then(Value::as_str) == Some("okfit"))
         .filter_map(|r| num(r, "concepts").map(|c| c as u64))
         .collect();
     sizes.dedup();
@@ -1216,6 +1257,42 @@ mod tests {
         assert_eq!(ms(Some(0.2468)), "0.247");
         assert_eq!(ms(Some(75.66)), "75.7");
         assert_eq!(percentile(&[3.0, 1.0, 2.0], 50), Some(2.0));
+    }
+
+    #[test]
+    fn a_committed_bundle_is_shown_beside_the_same_bundle_outside_git() {
+        let dir = std::env::temp_dir().join(format!("okfit-report-git-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let row = |tool: &str, walls: &str, median: f64| {
+            format!(
+                r#"{{"tool":"{tool}","shape":"standard","concepts":10000,"bytes":42137767,"wall_s":[{walls}],"median_s":{median},"peak_rss_mb":45.5}}"#
+            )
+        };
+        std::fs::write(
+            dir.join("validate.json"),
+            format!(
+                r#"{{"runs":3,"results":[{},{}]}}"#,
+                row("okfit", "0.25,0.26,0.27", 0.26),
+                row("okfit-committed", "0.38,0.39,0.41", 0.39)
+            ),
+        )
+        .unwrap();
+        let text = render(&Inputs {
+            machine: vec![],
+            steps: vec![],
+            notes: vec![],
+            peers: vec![],
+            suite: dir.clone(),
+            seconds: 1.0,
+            invocation: "okfit-bench-all".into(),
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            text.contains("okfit median (p95) 0.390 (0.410) s, RSS 45.5 MB; the same bundle outside git 0.260 (0.270) s."),
+            "{text}"
+        );
+        // One table row for the size, not one per tool.
+        assert_eq!(text.matches("| 10,000 |").count(), 1, "{text}");
     }
 
     #[test]

@@ -35,11 +35,32 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The texts of the blobs `oids`, read by one `git cat-file --batch`
-/// whose requests are all written (from a second thread) while its answers
-/// are read: one process and no round trip per blob. A blob git does not
-/// have is absent from the answer.
+/// The texts of the blobs `oids`, read by `git cat-file --batch`: one
+/// process per core, each given its share of the requests all at once
+/// (written from a second thread while its answers are read), so no blob
+/// waits for a round trip. A blob git does not have is absent.
 fn blobs(top: &Path, oids: &[&str]) -> HashMap<String, String> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Below a few hundred blobs a second process costs more than it saves.
+    let share = oids.len().div_ceil(cores).max(256);
+    if oids.len() <= share {
+        return batch(top, oids);
+    }
+    std::thread::scope(|s| {
+        let parts: Vec<_> = oids
+            .chunks(share)
+            .map(|part| s.spawn(move || batch(top, part)))
+            .collect();
+        let mut out = HashMap::new();
+        for p in parts {
+            out.extend(p.join().unwrap_or_default());
+        }
+        out
+    })
+}
+
+/// [`blobs`] through one `git cat-file --batch`.
+fn batch(top: &Path, oids: &[&str]) -> HashMap<String, String> {
     let mut out = HashMap::new();
     if oids.is_empty() {
         return out;
@@ -267,25 +288,30 @@ pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<St
     if tracked.is_empty() {
         return out; // nothing committed to compare with
     }
-    let changed: HashSet<String> = git(top, &["diff", "--name-only", "HEAD", "--", scope])
+    // What differs from HEAD, and the history, asked at the same time.
+    let (diff, log) = std::thread::scope(|s| {
+        let diff = s.spawn(|| git(top, &["diff", "--name-only", "HEAD", "--", scope]));
+        let log = git(
+            top,
+            &[
+                "log",
+                "--first-parent",
+                "--diff-merges=first-parent",
+                "--raw",
+                "--no-abbrev",
+                "--format=%x01%H %aI",
+                "--",
+                scope,
+            ],
+        );
+        (diff.join().ok().flatten(), log)
+    });
+    let changed: HashSet<String> = diff
         .unwrap_or_default()
         .lines()
         .map(str::to_string)
         .collect();
-    let log = git(
-        top,
-        &[
-            "log",
-            "--first-parent",
-            "--diff-merges=first-parent",
-            "--raw",
-            "--no-abbrev",
-            "--format=%x01%H %aI",
-            "--",
-            scope,
-        ],
-    )
-    .unwrap_or_default();
+    let log = log.unwrap_or_default();
     let history = versions(&log);
     let mut digests = Digests::default();
     // A body that differs from HEAD's is dirty: its last change is not

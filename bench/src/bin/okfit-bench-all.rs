@@ -385,6 +385,10 @@ fn main() -> ExitCode {
             s("--json"),
             json("validate.json"),
         ];
+        if validation_sizes.contains(&10_000) {
+            v.push(s("--committed"));
+            v.push(s("10000"));
+        }
         for (_, cmd) in &peers {
             v.push(s("--peer"));
             v.push(cmd.clone());
