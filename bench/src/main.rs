@@ -417,6 +417,53 @@ fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// `okfit validate` as this run measures it.
+struct Okfit<'a> {
+    bin: &'a Path,
+    shown: &'a str,
+    root: &'a Path,
+    out_dir: &'a Path,
+    now: &'a str,
+    runs: usize,
+}
+
+impl Okfit<'_> {
+    /// Times `okfit validate` on `b` (one warm-up, whose report is kept in
+    /// bench/out), as the row of `tool`.
+    fn validate(&self, tool: &str, b: &Bundle) -> Result<Row, Fail> {
+        let cmd_args = [
+            "validate",
+            b.rel_dir.as_str(),
+            "--format",
+            "json",
+            "--now",
+            self.now,
+        ];
+        let cmdline = std::iter::once(shell_quote(self.shown))
+            .chain(cmd_args.iter().map(|a| shell_quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        eprintln!("okfit-bench: {cmdline}  (1 warm-up + {} runs)", self.runs);
+        let report = self.out_dir.join(format!(
+            "{}.validate.json",
+            b.rel_dir.rsplit('/').next().unwrap_or("b")
+        ));
+        let (walls, max_rss_kib, exit) = measure_command(
+            "okfit",
+            self.shown,
+            self.runs,
+            || {
+                let mut c = Command::new(self.bin);
+                c.args(cmd_args).current_dir(self.root);
+                c
+            },
+            Some(&report),
+            |r| okfit_failure(&cmdline, r),
+        )?;
+        Ok(make_row(tool, cmdline, b, walls, max_rss_kib, exit))
+    }
+}
+
 /// Measurements of one command on one bundle.
 struct Row {
     tool: String,
@@ -722,45 +769,17 @@ fn real_main() -> Result<u8, Fail> {
         }
     }
 
+    let okfit = Okfit {
+        bin: &bin,
+        shown: &bin_str,
+        root: &root,
+        out_dir: &out_dir,
+        now: &args.now,
+        runs: args.runs,
+    };
     let mut rows = Vec::new();
     for b in &bundles {
-        let cmd_args = [
-            "validate",
-            b.rel_dir.as_str(),
-            "--format",
-            "json",
-            "--now",
-            args.now.as_str(),
-        ];
-        let cmdline = std::iter::once(shell_quote(&bin_str))
-            .chain(cmd_args.iter().map(|a| shell_quote(a)))
-            .collect::<Vec<_>>()
-            .join(" ");
-        eprintln!("okfit-bench: {cmdline}  (1 warm-up + {} runs)", args.runs);
-        let report = out_dir.join(format!(
-            "{}.validate.json",
-            b.rel_dir.rsplit('/').next().unwrap_or("b")
-        ));
-        let (walls, max_rss_kib, exit) = measure_command(
-            "okfit",
-            &bin_str,
-            args.runs,
-            || {
-                let mut c = Command::new(&bin);
-                c.args(cmd_args).current_dir(&root);
-                c
-            },
-            Some(&report),
-            |r| okfit_failure(&cmdline, r),
-        )?;
-        rows.push(make_row(
-            "okfit",
-            cmdline.clone(),
-            b,
-            walls,
-            max_rss_kib,
-            exit,
-        ));
+        rows.push(okfit.validate("okfit", b)?);
 
         for (i, template) in args.peers.iter().enumerate() {
             let bundle_rel = format!("{}/{}", b.rel_dir, generator::BUNDLE_DIR);
@@ -792,41 +811,7 @@ fn real_main() -> Result<u8, Fail> {
     }
 
     if let Some(n) = args.committed {
-        let b = committed_bundle(&root, n)?;
-        let cmd_args = [
-            "validate",
-            b.rel_dir.as_str(),
-            "--format",
-            "json",
-            "--now",
-            args.now.as_str(),
-        ];
-        let cmdline = std::iter::once(shell_quote(&bin_str))
-            .chain(cmd_args.iter().map(|a| shell_quote(a)))
-            .collect::<Vec<_>>()
-            .join(" ");
-        eprintln!("okfit-bench: {cmdline}  (1 warm-up + {} runs)", args.runs);
-        let report = out_dir.join(format!("git{n}.validate.json"));
-        let (walls, max_rss_kib, exit) = measure_command(
-            "okfit",
-            &bin_str,
-            args.runs,
-            || {
-                let mut c = Command::new(&bin);
-                c.args(cmd_args).current_dir(&root);
-                c
-            },
-            Some(&report),
-            |r| okfit_failure(&cmdline, r),
-        )?;
-        rows.push(make_row(
-            "okfit-committed",
-            cmdline,
-            &b,
-            walls,
-            max_rss_kib,
-            exit,
-        ));
+        rows.push(okfit.validate("okfit-committed", &committed_bundle(&root, n)?)?);
     }
 
     let mut report = render_table(&rows);
