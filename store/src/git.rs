@@ -35,11 +35,12 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The texts of the blobs `oids`, read by `git cat-file --batch`: one
-/// process per core, each given its share of the requests all at once
+/// The body digests of the blobs `oids`, read by `git cat-file --batch`:
+/// one process per core, each given its share of the requests all at once
 /// (written from a second thread while its answers are read), so no blob
-/// waits for a round trip. A blob git does not have is absent.
-fn blobs(top: &Path, oids: &[&str]) -> HashMap<String, String> {
+/// waits for a round trip. Each text is digested as it arrives and not
+/// kept. A blob git does not have is absent.
+fn blob_digests(top: &Path, oids: &[&str]) -> HashMap<String, String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Below a few hundred blobs a second process costs more than it saves.
     let share = oids.len().div_ceil(cores).max(256);
@@ -59,7 +60,7 @@ fn blobs(top: &Path, oids: &[&str]) -> HashMap<String, String> {
     })
 }
 
-/// [`blobs`] through one `git cat-file --batch`.
+/// [`blob_digests`] through one `git cat-file --batch`.
 fn batch(top: &Path, oids: &[&str]) -> HashMap<String, String> {
     let mut out = HashMap::new();
     if oids.is_empty() {
@@ -96,7 +97,7 @@ fn batch(top: &Path, oids: &[&str]) -> HashMap<String, String> {
         for oid in oids {
             match read_blob(&mut reader) {
                 Some(Some(text)) => {
-                    out.insert(oid.to_string(), text);
+                    out.insert(oid.to_string(), file_body_digest(&text));
                 }
                 Some(None) => {}
                 None => break,
@@ -316,18 +317,16 @@ pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<St
     let mut digests = Digests::default();
     // A body that differs from HEAD's is dirty: its last change is not
     // committed.
-    let dirty: Vec<&(&str, String, &str)> = tracked
-        .iter()
-        .filter(|(_, rp, _)| changed.contains(rp))
-        .collect();
-    digests.fill(top, dirty.iter().map(|(_, _, oid)| *oid));
+    let head_blobs = tracked.iter().filter(|(_, rp, _)| changed.contains(rp));
+    digests.fill(top, head_blobs.map(|(_, _, oid)| *oid));
     let mut walks = vec![];
     for (p, rp, oid) in &tracked {
         if changed.contains(rp) {
             let now = std::fs::read(bundle_root.join(p))
                 .ok()
                 .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
-            if digests.get(Some(oid)).is_none() || digests.get(Some(oid)) != now {
+            let head = digests.get(Some(oid));
+            if head.is_none() || head != now {
                 out.insert(p.to_string(), Provenance::Dirty);
                 continue;
             }
@@ -436,10 +435,9 @@ impl Digests {
         let mut new: Vec<&str> = oids.filter(|o| !self.known.contains_key(*o)).collect();
         new.sort_unstable();
         new.dedup();
-        let texts = blobs(top, &new);
+        let mut found = blob_digests(top, &new);
         for oid in new {
-            let digest = texts.get(oid).map(|t| file_body_digest(t));
-            self.known.insert(oid.to_string(), digest);
+            self.known.insert(oid.to_string(), found.remove(oid));
         }
     }
 
