@@ -16,6 +16,7 @@
 // --json PATH also writes the figures as JSON. Targets: npx spawn →
 // tools/list < 150 ms; search through Node within 1.5× of the native binary.
 import { spawn, execFileSync } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, readdirSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve, dirname } from "node:path";
@@ -73,20 +74,13 @@ function peakRssMb(pid) {
 
 function session(cmd, args, env) {
   const child = spawn(cmd, args, { cwd: project, env: { ...process.env, npm_config_offline: "true", ...env }, stdio: ["pipe", "pipe", "ignore"] });
-  let buf = "";
   const waiting = new Map();
-  child.stdout.on("data", (d) => {
-    buf += d.toString();
-    let i;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        const m = JSON.parse(line);
-        const w = waiting.get(m.id);
-        if (w) { waiting.delete(m.id); w(m); }
-      } catch (_) {}
-    }
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    try {
+      const m = JSON.parse(line);
+      const w = waiting.get(m.id);
+      if (w) { waiting.delete(m.id); w(m); }
+    } catch (_) {}
   });
   let id = 0;
   const request = (method, params) => new Promise((res) => {

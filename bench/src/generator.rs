@@ -464,6 +464,19 @@ fn push_date(days: i64, out: &mut String) {
     let _ = write!(out, "{y:04}-{m:02}-{d:02}");
 }
 
+/// A usage window's ends around `between`: `from` in January or February
+/// 2026, `to` from March to July.
+fn push_window(rng: &mut SplitMix64, between: &str, out: &mut String) {
+    let (jan, mar, aug) = (
+        days_from_civil(2026, 1, 1),
+        days_from_civil(2026, 3, 1),
+        days_from_civil(2026, 8, 1),
+    );
+    push_datetime(rng, jan, mar, out);
+    out.push_str(between);
+    push_datetime(rng, mar, aug, out);
+}
+
 /// Appends an ISO 8601 UTC datetime (`YYYY-MM-DDTHH:MM:SSZ`) at a random
 /// second within days `[from, to)` since the epoch.
 fn push_datetime(rng: &mut SplitMix64, from: i64, to: i64, out: &mut String) {
@@ -769,33 +782,9 @@ fn heavy_sources_and_maps(id: usize, params: &GenParams, rng: &mut SplitMix64, o
         "\n    usage_count: {}\n    usage_window:\n      from: ",
         rng.below(5000)
     );
-    push_datetime(
-        rng,
-        days_from_civil(2026, 1, 1),
-        days_from_civil(2026, 3, 1),
-        out,
-    );
-    out.push_str("\n      to: ");
-    push_datetime(
-        rng,
-        days_from_civil(2026, 3, 1),
-        days_from_civil(2026, 8, 1),
-        out,
-    );
+    push_window(rng, "\n      to: ", out);
     out.push_str("\nusage_window: { from: ");
-    push_datetime(
-        rng,
-        days_from_civil(2026, 1, 1),
-        days_from_civil(2026, 3, 1),
-        out,
-    );
-    out.push_str(", to: ");
-    push_datetime(
-        rng,
-        days_from_civil(2026, 3, 1),
-        days_from_civil(2026, 8, 1),
-        out,
-    );
+    push_window(rng, ", to: ", out);
     let team = rng.pick(TAGS).copied().unwrap_or("data");
     let _ = write!(
         out,

@@ -41,9 +41,14 @@ pub const BUNDLE: usize = 500;
 
 /// `bench/out/kb`.
 pub fn out_dir() -> PathBuf {
+    bench_out("kb")
+}
+
+/// `bench/out/<name>`: where one benchmark keeps its data (git-ignored).
+pub fn bench_out(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("out")
-        .join("kb")
+        .join(name)
 }
 
 /// The embedded connection of tenant `t<n>`.

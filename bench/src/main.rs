@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use okfit_bench::generator::{self, GenParams, Shape};
-use okfit_bench::measure::{self, Exit, RunResult};
+use okfit_bench::measure::{self, shell_quote, Exit, RunResult};
 
 const USAGE: &str = "\
 okfit-bench: benchmark `okfit validate` on synthetic OKF bundles
@@ -544,17 +544,6 @@ fn okfit_failure(cmdline: &str, r: &RunResult) -> Option<Fail> {
         },
         1,
     ))
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-:=+,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 fn json_str(s: &str) -> String {

@@ -9,6 +9,19 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// `s` as one shell word: as it is when it needs no quoting, else in
+/// single quotes (for the command lines the reports print).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,=:+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// How a measured child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {

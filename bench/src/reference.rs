@@ -1186,9 +1186,13 @@ mod tests {
 
     #[test]
     fn singulars() {
-        assert_eq!(singular("order_items"), "order_item");
-        assert_eq!(singular("opportunities"), "opportunity");
-        assert_eq!(singular("sales_reps"), "sales_rep");
-        assert_eq!(singular("headcount"), "headcount");
+        for (plural, one) in [
+            ("order_items", "order_item"),
+            ("opportunities", "opportunity"),
+            ("sales_reps", "sales_rep"),
+            ("headcount", "headcount"),
+        ] {
+            assert_eq!(singular(plural), one);
+        }
     }
 }

@@ -7,6 +7,16 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Writes one benchmark's results as pretty JSON to `path` (creating its
+/// folder), for the report to read.
+pub fn write_json(path: &Path, doc: &Value) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// One step of the run: what ran and how it ended.
 #[derive(Debug, Clone)]
 pub struct Step {

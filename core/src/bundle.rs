@@ -532,21 +532,23 @@ pub struct Graph {
 impl Graph {
     /// Unique successors of node `n`, in edge order.
     pub fn successors(&self, n: usize) -> Vec<usize> {
-        let mut seen = BTreeSet::new();
-        self.edges
-            .iter()
-            .filter(|e| e.from == n && seen.insert(e.to))
-            .map(|e| e.to)
-            .collect()
+        self.ends(|e| (e.from, e.to), n)
     }
 
     /// Unique predecessors of node `n`, in edge order.
     pub fn predecessors(&self, n: usize) -> Vec<usize> {
+        self.ends(|e| (e.to, e.from), n)
+    }
+
+    /// The unique far ends of the edges whose near end is `n`, in edge
+    /// order; `ends` gives an edge's (near, far).
+    fn ends(&self, ends: impl Fn(&Edge) -> (usize, usize), n: usize) -> Vec<usize> {
         let mut seen = BTreeSet::new();
         self.edges
             .iter()
-            .filter(|e| e.to == n && seen.insert(e.from))
-            .map(|e| e.from)
+            .map(ends)
+            .filter(|&(near, far)| near == n && seen.insert(far))
+            .map(|(_, far)| far)
             .collect()
     }
 

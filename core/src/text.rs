@@ -128,36 +128,17 @@ mod tests {
 
     #[test]
     fn ascii_and_utf16_ranges() {
-        let p = Positions::new("ab\ncd\r\nef");
-        assert_eq!(
-            p.range(7, 9),
-            Range {
-                offset: 7,
-                length: 2,
-                line: 2,
-                character: 0
-            }
-        );
-        let p = Positions::new("é😀\nx");
-        // é = 1 unit, 😀 = 2 units, \n = 1
-        assert_eq!(
-            p.range(7, 8),
-            Range {
-                offset: 4,
-                length: 1,
-                line: 1,
-                character: 0
-            }
-        );
-        assert_eq!(
-            p.range(2, 6),
-            Range {
-                offset: 1,
-                length: 2,
-                line: 0,
-                character: 1
-            }
-        );
+        // (text, byte start, byte end) → (offset, length, line, character).
+        let cases = [
+            ("ab\ncd\r\nef", 7, 9, [7, 2, 2, 0]),
+            // é = 1 unit, 😀 = 2 units, \n = 1
+            ("é😀\nx", 7, 8, [4, 1, 1, 0]),
+            ("é😀\nx", 2, 6, [1, 2, 0, 1]),
+        ];
+        for (text, start, end, want) in cases {
+            let r = Positions::new(text).range(start, end);
+            assert_eq!([r.offset, r.length, r.line, r.character], want, "{text:?}");
+        }
     }
 
     #[test]

@@ -50,6 +50,29 @@ struct Kept {
     watch: Option<Watch>,
 }
 
+impl Kept {
+    /// What a run read and found, kept for the next run to start from.
+    fn new(
+        config: String,
+        bundle_root: PathBuf,
+        now: Instant,
+        (walked, stamps, watch): Looked,
+        bundle: Bundle,
+        per_doc: HashMap<String, Vec<Diagnostic>>,
+    ) -> Kept {
+        Kept {
+            config,
+            bundle_root,
+            now,
+            stamps,
+            bundle,
+            per_doc,
+            walked,
+            watch,
+        }
+    }
+}
+
 /// The kept state of warm re-validation; empty until the first run.
 #[derive(Default)]
 pub struct Warm {
@@ -125,26 +148,17 @@ impl Warm {
                 }
             },
         };
-        let Some(kept) = kept else {
-            return self.cold(
-                project,
-                (walked, stamps, watch),
-                now,
-                skip_provenance,
-                config,
-            );
-        };
-        self.warm(project, (walked, stamps, watch), now, skip_provenance, kept)
+        let asked = (project, now, skip_provenance);
+        let looked = (walked, stamps, watch);
+        match kept {
+            Some(kept) => self.warm(asked, looked, kept),
+            None => self.cold(asked, looked, config),
+        }
     }
 
-    fn cold(
-        &mut self,
-        project: &Project,
-        (walked, stamps, watch): Looked,
-        now: Instant,
-        skip_provenance: bool,
-        config: String,
-    ) -> Result<Report, Error> {
+    fn cold(&mut self, asked: Asked<'_>, looked: Looked, config: String) -> Result<Report, Error> {
+        let (project, now, skip_provenance) = asked;
+        let (walked, stamps, watch) = looked;
         let loaded = load_for_validation(project, walked.clone(), now, skip_provenance)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut per_doc = HashMap::default();
@@ -160,25 +174,21 @@ impl Warm {
             parsed: n,
             checked: n,
         };
-        self.kept = Some(Kept {
+        self.kept = Some(Kept::new(
             config,
-            bundle_root: project.bundle_root.clone(),
+            project.bundle_root.clone(),
             now,
-            stamps,
-            bundle: loaded.bundle,
+            (walked, stamps, watch),
+            loaded.bundle,
             per_doc,
-            walked,
-            watch,
-        });
+        ));
         Ok(report)
     }
 
     fn warm(
         &mut self,
-        project: &Project,
+        (project, now, skip_provenance): Asked<'_>,
         (walked, stamps, watch): Looked,
-        now: Instant,
-        skip_provenance: bool,
         kept: Kept,
     ) -> Result<Report, Error> {
         let root = &project.bundle_root;
@@ -291,19 +301,21 @@ impl Warm {
             parsed: reread.len(),
             checked: recheck.len(),
         };
-        self.kept = Some(Kept {
-            config: kept.config,
-            bundle_root: kept.bundle_root,
+        self.kept = Some(Kept::new(
+            kept.config,
+            kept.bundle_root,
             now,
-            stamps,
-            bundle: loaded.bundle,
+            (walked, stamps, watch),
+            loaded.bundle,
             per_doc,
-            walked,
-            watch,
-        });
+        ));
         Ok(report)
     }
 }
+
+/// The project, the `now` and whether to skip provenance: what a run is
+/// asked.
+type Asked<'a> = (&'a Project, Instant, bool);
 
 /// The walk, the Markdown files' stamps and the watch a run works from.
 type Looked = (walk::Walked, HashMap<String, Stamp>, Option<Watch>);

@@ -74,14 +74,11 @@ impl ServerHandler for HttpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let server = self.server(&context)?;
-        // The manifest tool's description reads the manifest: off the
-        // async workers' other tasks, like every store read.
-        let tools = crate::in_place(move || server.tool_list());
-        Ok(ListToolsResult::with_all_items(tools))
+        server.list_tools(request, context).await
     }
 
     async fn call_tool(

@@ -14,7 +14,7 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The `now` every run uses unless a test says otherwise.
 const NOW: &str = "2026-03-01T00:00:00Z";
@@ -69,19 +69,11 @@ impl Out {
 /// A temporary directory with `home/` and `xdg/` for the environment, and
 /// room for projects. Its path is canonical, so expected paths compare
 /// with what the binary prints.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
+type Sandbox = common::Dir;
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let (dir, root) = common::sandbox_dir("okfit-cli-");
-        Sandbox { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        Sandbox::with_prefix("okfit-cli-")
     }
 
     fn home(&self) -> PathBuf {
@@ -95,13 +87,6 @@ impl Sandbox {
     fn mkdir(&self, rel: &str) -> PathBuf {
         let p = self.path(rel);
         std::fs::create_dir_all(&p).unwrap();
-        p
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
         p
     }
 
@@ -132,41 +117,12 @@ impl Sandbox {
 }
 
 /// Runs a command to completion with piped output, failing on a hang.
-fn finish(mut cmd: Command) -> Out {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn okfit");
-    let mut so = child.stdout.take().unwrap();
-    let mut se = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        so.read_to_end(&mut b).unwrap();
-        b
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        se.read_to_end(&mut b).unwrap();
-        b
-    });
-    let deadline = Instant::now() + HANG;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("okfit did not finish within {HANG:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let stdout = String::from_utf8(t_out.join().unwrap()).expect("stdout is UTF-8");
-    let stderr = String::from_utf8(t_err.join().unwrap()).expect("stderr is UTF-8");
+fn finish(cmd: Command) -> Out {
+    let out = common::run(cmd, None, HANG);
     Out {
-        code: status.code().unwrap_or(-1),
-        stdout,
-        stderr,
+        code: out.code,
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: out.stderr,
     }
 }
 
@@ -183,9 +139,7 @@ fn finish_keeping_stdout(mut cmd: Command) -> Out {
 
 /// A fixture bundle under `tests/fixtures/` (canonical path).
 fn fixture(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures")
-        .join(name);
+    let p = common::fixture("", name);
     std::fs::canonicalize(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
 }
 
@@ -1107,9 +1061,9 @@ fn config_file_precedence_in_one_directory() {
     for d in ["a", "b", "c", "deeper"] {
         sb.mkdir(&format!("proj/{d}"));
     }
-    sb.write("proj/.okfit.toml", &bundle_cfg("a"));
-    sb.write("proj/okfit.toml", &bundle_cfg("b"));
-    sb.write("proj/.config/okfit.toml", &bundle_cfg("c"));
+    sb.write("proj/.okfit.toml", bundle_cfg("a"));
+    sb.write("proj/okfit.toml", bundle_cfg("b"));
+    sb.write("proj/.config/okfit.toml", bundle_cfg("c"));
     assert_eq!(root_for(&sb, &p, &[]), p.join("a"), ".okfit.toml wins");
     std::fs::remove_file(p.join(".okfit.toml")).unwrap();
     assert_eq!(root_for(&sb, &p, &[]), p.join("b"), "okfit.toml next");
@@ -1130,8 +1084,8 @@ fn child_okfit_toml_beats_parent_dot_okfit_toml() {
     sb.mkdir("parent/p");
     sb.mkdir("parent/child/c");
     sb.mkdir("parent/child/sub");
-    sb.write("parent/.okfit.toml", &bundle_cfg("p"));
-    sb.write("parent/child/okfit.toml", &bundle_cfg("c"));
+    sb.write("parent/.okfit.toml", bundle_cfg("p"));
+    sb.write("parent/child/okfit.toml", bundle_cfg("c"));
     let child = parent.join("child");
     assert_eq!(root_for(&sb, &child, &[]), child.join("c"));
     assert_eq!(root_for(&sb, &parent, &[]), parent.join("p"));
@@ -1145,7 +1099,7 @@ fn path_argument_is_project_root_and_discovery_start() {
     let proj = sb.mkdir("proj");
     sb.mkdir("proj/kb");
     sb.mkdir("proj/sub/kb");
-    sb.write("proj/okfit.toml", &bundle_cfg("kb"));
+    sb.write("proj/okfit.toml", bundle_cfg("kb"));
     let elsewhere = sb.mkdir("elsewhere");
     // Discovery starts at [path] (not the working directory).
     assert_eq!(
@@ -1174,14 +1128,14 @@ fn explicit_config_anchors_at_its_directory() {
     let sb = Sandbox::new();
     let cfgdir = sb.mkdir("cfgdir");
     sb.mkdir("cfgdir/b");
-    let cfg = sb.write("cfgdir/okfit.toml", &bundle_cfg("b"));
+    let cfg = sb.write("cfgdir/okfit.toml", bundle_cfg("b"));
     let other = sb.mkdir("other");
     sb.mkdir("other/d");
-    let dotcfg = sb.write("other/.config/okfit.toml", &bundle_cfg("d"));
+    let dotcfg = sb.write("other/.config/okfit.toml", bundle_cfg("d"));
     let proj = sb.mkdir("proj");
     sb.mkdir("proj/kb");
     sb.mkdir("proj/b");
-    sb.write("proj/okfit.toml", &bundle_cfg("kb"));
+    sb.write("proj/okfit.toml", bundle_cfg("kb"));
 
     let c = cfg.to_str().unwrap();
     assert_eq!(root_for(&sb, &sb.root, &["--config", c]), cfgdir.join("b"));
@@ -1222,12 +1176,12 @@ fn xdg_config_is_used_when_no_project_config_exists() {
     // Without [path]: the working directory.
     assert_eq!(root_for(&sb, &proj, &[]), proj.join("kb"));
     // The file is config.toml, not okfit.toml.
-    sb.write("xdg/okfit/okfit.toml", &bundle_cfg("wrong"));
+    sb.write("xdg/okfit/okfit.toml", bundle_cfg("wrong"));
     assert_eq!(root_for(&sb, &proj, &[]), proj.join("kb"));
     // A project config shadows the XDG file.
     let own = sb.mkdir("own");
     sb.mkdir("own/mine");
-    sb.write("own/okfit.toml", &bundle_cfg("mine"));
+    sb.write("own/okfit.toml", bundle_cfg("mine"));
     assert_eq!(root_for(&sb, &own, &[]), own.join("mine"));
 }
 
@@ -1370,7 +1324,7 @@ fn walk_skips_dot_entries_and_node_modules() {
     let sb = Sandbox::new();
     sb.write("p/okfit.toml", NONE_PROFILE);
     sb.write("p/okf/index.md", "# Note\n\n* [Real](real.md) - Real.\n");
-    sb.write("p/okf/real.md", &note("Real", "Real."));
+    sb.write("p/okf/real.md", note("Real", "Real."));
     // Each of these would be a conformance error if it were walked.
     let broken = "no frontmatter here\n";
     sb.write("p/okf/.hidden.md", broken);
@@ -1394,15 +1348,15 @@ fn walk_skips_dot_entries_and_node_modules() {
 fn walk_follows_symlinks_inside_the_root_only() {
     let sb = Sandbox::new();
     sb.write("p/okfit.toml", NONE_PROFILE);
-    sb.write("p/okf/real.md", &note("Real", "Real."));
-    sb.write("p/okf/dir/inner.md", &note("Inner", "Inner."));
+    sb.write("p/okf/real.md", note("Real", "Real."));
+    sb.write("p/okf/dir/inner.md", note("Inner", "Inner."));
     sb.write(
         "p/outside/secret.md",
-        &note("SECRET_OUTSIDE", "TOP_SECRET_BODY [x](nowhere.md)"),
+        note("SECRET_OUTSIDE", "TOP_SECRET_BODY [x](nowhere.md)"),
     );
     sb.write(
         "p/outside/sub/deeper.md",
-        &note("SECRET_DEEP", "TOP_SECRET_BODY"),
+        note("SECRET_DEEP", "TOP_SECRET_BODY"),
     );
     symlink("real.md", &sb.path("p/okf/alias.md"));
     symlink("dir", &sb.path("p/okf/dirlink"));
@@ -1441,7 +1395,7 @@ fn walk_follows_symlinks_inside_the_root_only() {
 fn walk_survives_directory_symlink_loops() {
     let sb = Sandbox::new();
     sb.write("p/okfit.toml", NONE_PROFILE);
-    sb.write("p/okf/a/x.md", &note("X", "X."));
+    sb.write("p/okf/a/x.md", note("X", "X."));
     symlink("..", &sb.path("p/okf/a/up"));
     symlink(".", &sb.path("p/okf/a/self"));
     symlink("a", &sb.path("p/okf/b"));
@@ -1503,8 +1457,8 @@ fn walk_reports_unreadable_directories() {
     let sb = Sandbox::new();
     sb.write("p/okfit.toml", NONE_PROFILE);
     sb.write("p/okf/index.md", "# Note\n\n* [Real](real.md) - Real.\n");
-    sb.write("p/okf/real.md", &note("Real", "Real."));
-    sb.write("p/okf/locked/hidden.md", &note("Hidden", "Hidden."));
+    sb.write("p/okf/real.md", note("Real", "Real."));
+    sb.write("p/okf/locked/hidden.md", note("Hidden", "Hidden."));
     let locked = sb.path("p/okf/locked");
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
     struct Restore(PathBuf);
@@ -1633,7 +1587,7 @@ fn git_drift_reports_a_recorded_at_that_differs_from_the_last_body_change() {
     let dir = git_project(&sb);
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
+        generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
     );
     let sha = commit_all(&sb, &dir, "2026-03-04T05:06:07Z", "one");
     let d = drift(&sb, &dir, &[]);
@@ -1677,12 +1631,12 @@ fn git_drift_is_silent_when_at_equals_the_author_date() {
     let dir = git_project(&sb);
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2026-03-04T05:06:07Z", "Gen", "Body one."),
+        generated_concept("2026-03-04T05:06:07Z", "Gen", "Body one."),
     );
     // The same instant written with another offset is still equal.
     sb.write(
         "repo/okf/offset.md",
-        &generated_concept("2026-03-04T07:06:07+02:00", "Offset", "Body."),
+        generated_concept("2026-03-04T07:06:07+02:00", "Offset", "Body."),
     );
     commit_all(&sb, &dir, "2026-03-04T05:06:07Z", "one");
     let d = drift(&sb, &dir, &[]);
@@ -1699,13 +1653,13 @@ fn git_drift_ignores_commits_that_only_edit_frontmatter() {
     let dir = git_project(&sb);
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2026-03-04T05:06:07Z", "Gen", "Body one."),
+        generated_concept("2026-03-04T05:06:07Z", "Gen", "Body one."),
     );
     let first = commit_all(&sb, &dir, "2026-03-04T05:06:07Z", "one");
     // A frontmatter-only edit (title), committed later.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2026-03-04T05:06:07Z", "Gen renamed", "Body one.")
+        generated_concept("2026-03-04T05:06:07Z", "Gen renamed", "Body one.")
             .replace("# Gen renamed", "# Gen"),
     );
     commit_all(&sb, &dir, "2026-05-06T07:08:09Z", "frontmatter only");
@@ -1716,7 +1670,7 @@ fn git_drift_ignores_commits_that_only_edit_frontmatter() {
     // Recording the frontmatter commit's date is drift against the first.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2026-05-06T07:08:09Z", "Gen renamed", "Body one.")
+        generated_concept("2026-05-06T07:08:09Z", "Gen renamed", "Body one.")
             .replace("# Gen renamed", "# Gen"),
     );
     commit_all(&sb, &dir, "2026-05-07T07:08:09Z", "restamp");
@@ -1732,7 +1686,7 @@ fn git_drift_ignores_commits_that_only_edit_frontmatter() {
     // A body edit moves the derived date.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2026-05-06T07:08:09Z", "Gen renamed", "Body two.")
+        generated_concept("2026-05-06T07:08:09Z", "Gen renamed", "Body two.")
             .replace("# Gen renamed", "# Gen"),
     );
     let third = commit_all(&sb, &dir, "2026-06-07T08:09:10Z", "body");
@@ -1762,25 +1716,25 @@ fn git_drift_walks_back_through_many_files_and_versions() {
     // their frontmatter edited twice; a file deleted and added again; a
     // file whose body changed in the last commit.
     for i in 0..10 {
-        sb.write(&format!("repo/okf/g{i}.md"), &stamped("G", "Body one."));
+        sb.write(&format!("repo/okf/g{i}.md"), stamped("G", "Body one."));
     }
-    sb.write("repo/okf/back.md", &stamped("G", "Back."));
-    sb.write("repo/okf/late.md", &stamped("G", "Late one."));
+    sb.write("repo/okf/back.md", stamped("G", "Back."));
+    sb.write("repo/okf/late.md", stamped("G", "Late one."));
     let first = commit_all(&sb, &dir, "2026-01-02T00:00:00Z", "one");
     for i in 0..10 {
-        sb.write(&format!("repo/okf/g{i}.md"), &stamped("G two", "Body one."));
+        sb.write(&format!("repo/okf/g{i}.md"), stamped("G two", "Body one."));
     }
     std::fs::remove_file(sb.path("repo/okf/back.md")).unwrap();
     commit_all(&sb, &dir, "2026-02-03T00:00:00Z", "two");
     for i in 0..10 {
         sb.write(
             &format!("repo/okf/g{i}.md"),
-            &stamped("G three", "Body one."),
+            stamped("G three", "Body one."),
         );
     }
-    sb.write("repo/okf/back.md", &stamped("G", "Back."));
+    sb.write("repo/okf/back.md", stamped("G", "Back."));
     let third = commit_all(&sb, &dir, "2026-03-04T00:00:00Z", "three");
-    sb.write("repo/okf/late.md", &stamped("G", "Late two."));
+    sb.write("repo/okf/late.md", stamped("G", "Late two."));
     let fourth = commit_all(&sb, &dir, "2026-04-05T00:00:00Z", "four");
     let d = drift(&sb, &dir, &[]);
     let message = |file: &str| {
@@ -1815,7 +1769,7 @@ fn git_drift_is_skipped_with_skip_provenance() {
     let dir = git_project(&sb);
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
+        generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
     );
     commit_all(&sb, &dir, "2026-03-04T05:06:07Z", "one");
     assert_eq!(drift(&sb, &dir, &[]).len(), 1);
@@ -1831,7 +1785,7 @@ fn git_drift_is_silent_outside_a_git_repository() {
     sb.write("p/okfit.toml", NONE_PROFILE);
     sb.write(
         "p/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
+        generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
     );
     assert!(drift(&sb, &sb.path("p"), &[]).is_empty());
 }
@@ -1847,7 +1801,7 @@ fn git_drift_is_silent_for_uncommitted_bodies() {
     // Unborn HEAD: nothing is committed yet.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
+        generated_concept("2020-01-01T00:00:00Z", "Gen", "Body one."),
     );
     assert!(drift(&sb, &dir, &[]).is_empty(), "unborn");
     commit_all(&sb, &dir, "2026-03-04T05:06:07Z", "one");
@@ -1855,20 +1809,20 @@ fn git_drift_is_silent_for_uncommitted_bodies() {
     // Dirty body: the worktree body differs from HEAD.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen", "Body edited, not committed."),
+        generated_concept("2020-01-01T00:00:00Z", "Gen", "Body edited, not committed."),
     );
     assert!(drift(&sb, &dir, &[]).is_empty(), "dirty body");
     // A dirty frontmatter with a committed body still counts.
     sb.write(
         "repo/okf/gen.md",
-        &generated_concept("2020-01-01T00:00:00Z", "Gen retitled", "Body one.")
+        generated_concept("2020-01-01T00:00:00Z", "Gen retitled", "Body one.")
             .replace("# Gen retitled", "# Gen"),
     );
     assert_eq!(drift(&sb, &dir, &[]).len(), 1, "frontmatter-only change");
     // Untracked: a new file that was never committed.
     sb.write(
         "repo/okf/new.md",
-        &generated_concept("2020-01-01T00:00:00Z", "New", "New body."),
+        generated_concept("2020-01-01T00:00:00Z", "New", "New body."),
     );
     let d = drift(&sb, &dir, &[]);
     assert!(d.iter().all(|x| x["file"] != "new.md"), "{d:?}");

@@ -21,8 +21,8 @@ mod common;
 mod pg;
 
 use common::{
-    assert_hex64, blocking, bounded, call_tool as call_raw, close, copy_tree, result_text, row_ids,
-    row_of, rows, tree_bytes, Client, Out,
+    assert_hex64, blocking, bounded, call_tool as call_raw, close, copy_tree, error_text,
+    invalid_params, result_text, row_ids, row_of, rows, text, tree_bytes, Client, Out,
 };
 use pg::Backend;
 use rmcp::model::ReadResourceRequestParams;
@@ -76,66 +76,24 @@ fn finish(cmd: Command) -> Out {
 
 /// The fixture folder `tests/fixtures/kb-native/<name>`.
 fn fixture(name: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/kb-native")
-        .join(name);
+    let p = common::fixture("kb-native", name);
     std::fs::canonicalize(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
 }
 
 /// The MCP project fixture `tests/fixtures/mcp/<name>`.
 fn mcp_fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/mcp")
-        .join(name)
+    common::fixture("mcp", name)
 }
 
 /// A temporary directory with `home/`, `xdg/`, the store's data root
 /// `data/` (created by the first commit) and room for bundle folders. Its
 /// path is canonical, so it compares with what the binaries print.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    tenants: pg::Tenants,
-}
+type Sandbox = pg::Stores;
 
 impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox::on(Backend::Sqlite)
-    }
-
-    /// A sandbox whose tenants live in `backend`.
-    fn on(backend: Backend) -> Sandbox {
-        let (dir, root) = common::sandbox_dir("okfit-kb-");
-        Sandbox {
-            _dir: dir,
-            tenants: pg::Tenants::on(backend, root.join("data")),
-            root,
-        }
-    }
-
     /// Whether `tenant` exists (its first write created it).
     fn has_tenant(&self, tenant: &str) -> bool {
         self.tenants.exists(tenant, |a| self.okfit(a))
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    /// The data root every store test uses.
-    fn data(&self) -> String {
-        self.tenants.data()
-    }
-
-    /// A tenant's directory in the data root.
-    fn tenant_dir(&self, tenant: &str) -> PathBuf {
-        self.tenants.tenant_dir(tenant)
-    }
-
-    /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
-    /// sandbox's PostgreSQL database.
-    fn store_dsn(&self, tenant: &str) -> String {
-        self.tenants.dsn(tenant)
     }
 
     /// `okf:///<sandbox>/<rel>`.
@@ -150,32 +108,18 @@ impl Sandbox {
         dest
     }
 
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
     fn remove(&self, rel: &str) {
         std::fs::remove_file(self.path(rel)).unwrap();
     }
 
-    /// A clean environment for either binary: only `PATH`, `HOME`,
-    /// `XDG_CONFIG_HOME`, `OKFIT_DATA` (an unused default data root inside
-    /// the sandbox) and `LC_ALL`; cwd is the sandbox root.
-    fn std_command(&self, program: &str, args: &[&str]) -> Command {
-        common::sandboxed(program, &self.root, args)
-    }
-
     /// `okfit ARGS…`.
     fn okfit(&self, args: &[&str]) -> Out {
-        finish(self.std_command(OKFIT, args))
+        finish(self.sandboxed(OKFIT, args))
     }
 
     /// `okfit-mcp ARGS…` with stdin closed (for runs that exit at once).
     fn okfit_mcp(&self, args: &[&str]) -> Out {
-        finish(self.std_command(MCP, args))
+        finish(self.sandboxed(MCP, args))
     }
 
     /// `okfit ARGS… --data <sandbox>/data --tenant <tenant>`, or `-c` the
@@ -194,7 +138,7 @@ impl Sandbox {
 
     /// The server command (tokio) with the same clean environment.
     fn mcp_command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = tokio::process::Command::from(self.std_command(MCP, args));
+        let mut c = tokio::process::Command::from(self.sandboxed(MCP, args));
         c.kill_on_drop(true);
         c
     }
@@ -300,42 +244,6 @@ fn assert_default_knowledge_tools(names: &[String]) {
         rest.is_empty() || rest == WRITE_TOOLS,
         "after the read tools only {WRITE_TOOLS:?} may follow: {names:?}"
     );
-}
-
-/// A successful call's text.
-async fn text(c: &Client, name: &str, a: Value) -> String {
-    let r = call_raw(c, name, a.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{name} {a}: {e}"));
-    let (is_error, t) = result_text(&r);
-    assert!(!is_error, "{name} {a}: expected success, got an error: {t}");
-    t
-}
-
-/// An `isError` result's text.
-async fn error_text(c: &Client, name: &str, a: Value) -> String {
-    let r = call_raw(c, name, a.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{name} {a}: expected an isError result, got {e}"));
-    let (is_error, t) = result_text(&r);
-    assert!(is_error, "{name} {a}: expected isError, got: {t}");
-    assert!(!t.trim().is_empty(), "{name} {a}: empty error text");
-    t
-}
-
-/// A call that must fail as JSON-RPC -32602; returns the message.
-async fn invalid_params(c: &Client, name: &str, a: Value) -> String {
-    match call_raw(c, name, a.clone()).await {
-        Err(ServiceError::McpError(e)) => {
-            assert_eq!(e.code.0, -32602, "{name} {a}: {e:?}");
-            e.message.to_string()
-        }
-        Err(other) => panic!("{name} {a}: expected -32602, got {other}"),
-        Ok(r) => panic!(
-            "{name} {a}: expected -32602, got a result {:#}",
-            serde_json::to_value(&r).unwrap()
-        ),
-    }
 }
 
 /// A call that must fail, either as -32602 or as an `isError` result.
@@ -1846,7 +1754,7 @@ fn mcp_stderr_starts_with_the_serving_line() {
     let dsn = sb.store_dsn("acme");
     assert!(dsn.starts_with("okf:///") && dsn.ends_with("?tenant=acme"));
     let mut child = sb
-        .std_command(MCP, &[&dsn])
+        .sandboxed(MCP, &[&dsn])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -2168,7 +2076,7 @@ fn a_large_folder_answers_from_its_cache_as_from_memory() {
             .map(|a| {
                 let mut args = a.clone();
                 args.extend(["-c", dsn.as_str()]);
-                let mut c = sb.std_command(OKFIT, &args);
+                let mut c = sb.sandboxed(OKFIT, &args);
                 if !cache {
                     c.env("OKFIT_CACHE", "off");
                 }
@@ -2199,7 +2107,7 @@ fn a_large_folder_answers_from_its_cache_as_from_memory() {
             .find(|p| p.is_file())
     };
     let mut server = sb
-        .std_command(MCP, &[dsn.as_str()])
+        .sandboxed(MCP, &[dsn.as_str()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -2297,7 +2205,7 @@ fn a_large_folder_answers_from_its_cache_as_from_memory() {
     );
     let odd = sb.folder_dsn("odd");
     let search = |cache: bool| {
-        let mut c = sb.std_command(OKFIT, &["search", "spaced", "-c", odd.as_str()]);
+        let mut c = sb.sandboxed(OKFIT, &["search", "spaced", "-c", odd.as_str()]);
         if !cache {
             c.env("OKFIT_CACHE", "off");
         }

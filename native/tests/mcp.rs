@@ -103,9 +103,7 @@ const TOOLS: [(&str, &str); 6] = [
 // ------------------------------------------------------------------------
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/mcp")
-        .join(name)
+    common::fixture("mcp", name)
 }
 
 /// A temporary directory holding `home/`, `xdg/` and a copy of one fixture
@@ -118,13 +116,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new(fixture_name: &str) -> Sandbox {
-        let dir = tempfile::Builder::new()
-            .prefix("okfit-mcp-")
-            .tempdir()
-            .unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(root.join("home")).unwrap();
-        std::fs::create_dir_all(root.join("xdg")).unwrap();
+        let (dir, root) = common::sandbox_dir("okfit-mcp-");
         copy_tree(&fixture(fixture_name), &root.join("project"));
         Sandbox { _dir: dir, root }
     }

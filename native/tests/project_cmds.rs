@@ -6,35 +6,20 @@
 
 mod common;
 
-use common::{run, sandbox_dir, sandboxed, Out};
+use common::{run, sandboxed, Out};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 const HANG: Duration = Duration::from_secs(120);
 const NOW: &str = "2026-12-01T10:00:00Z";
 
-struct Sb {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
+type Sb = common::Dir;
 
 impl Sb {
     fn new() -> Sb {
-        let (dir, root) = sandbox_dir("okfit-project-");
-        Sb { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, text: &str) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-        p
+        Sb::with_prefix("okfit-project-")
     }
 
     fn read(&self, rel: &str) -> String {
@@ -327,7 +312,7 @@ fn sync_stamps_from_git_keeping_the_yaml_as_written() {
     sb.write("p/okfit.toml", CFG);
     sb.write(
         "p/okf/a.md",
-        &concept(
+        concept(
             "A",
             "generated:\n  by: okfit/test  # who\n  at: \"2026-01-01T00:00:00Z\"\n",
             "First body.",
@@ -340,19 +325,19 @@ fn sync_stamps_from_git_keeping_the_yaml_as_written() {
     );
     sb.write(
         "p/okf/c.md",
-        &concept(
+        concept(
             "C",
             "generated: {by: okfit/test, at: 2026-01-01T00:00:00Z}\n",
             "C.",
         ),
     );
-    sb.write("p/okf/d.md", &concept("D", "", "No generated block."));
+    sb.write("p/okf/d.md", concept("D", "", "No generated block."));
     sb.git("p", "2026-01-01T00:00:00Z", &["init", "-q"]);
     sb.commit("p", "2026-03-04T05:06:07Z");
     // Uncommitted bodies are skipped, never stamped with a guess.
     sb.write(
         "p/okf/new.md",
-        &concept(
+        concept(
             "New",
             "generated:\n  by: okfit/test\n  at: 2026-01-01T00:00:00Z\n",
             "N.",
@@ -451,7 +436,7 @@ fn sync_stamps_from_git_keeping_the_yaml_as_written() {
     assert_eq!(drifting, ["c.md"], "{v}");
     // A dirty body is skipped.
     sb.commit("p", "2026-03-05T00:00:00Z");
-    sb.write("p/okf/a.md", &a.replace("First body.", "Edited body."));
+    sb.write("p/okf/a.md", a.replace("First body.", "Edited body."));
     let v = sb
         .okfit("p", &["sync", "--only", "generated", "--format", "json"])
         .json();
@@ -471,7 +456,7 @@ fn sync_staged_stamps_now_and_refuses_log_mode() {
         "p/okfit.toml",
         "[bundle]\nprofile = \"none\"\n[actors]\nagent = \"okfit/test\"\n",
     );
-    sb.write("p/okf/a.md", &concept("A", "", "Body."));
+    sb.write("p/okf/a.md", concept("A", "", "Body."));
     sb.git("p", "2026-01-01T00:00:00Z", &["init", "-q"]);
     sb.git("p", "2026-01-01T00:00:00Z", &["add", "-A"]);
     let out = sb.okfit("p", &["sync", "--staged"]);
@@ -516,14 +501,14 @@ fn sync_regenerates_indexes_and_appends_the_log_by_date() {
         "---\nokf_version: \"0.2\"\n---\n\n# Stale\n\n* [Gone](gone.md)\n",
     );
     sb.write("p/okf/log.md", "# Log\n\n## 2026-01-01\n\n* Started.\n");
-    sb.write("p/okf/zeta.md", &concept("Zeta *z*", "", "Z."));
-    sb.write("p/okf/notes/alpha.md", &concept("Alpha", "", "A."));
-    sb.write("p/okf/notes/deep/beta.md", &concept("Beta", "", "B."));
+    sb.write("p/okf/zeta.md", concept("Zeta *z*", "", "Z."));
+    sb.write("p/okf/notes/alpha.md", concept("Alpha", "", "A."));
+    sb.write("p/okf/notes/deep/beta.md", concept("Beta", "", "B."));
     sb.git("p", "2026-01-01T00:00:00Z", &["init", "-q"]);
     sb.commit("p", "2026-01-01T12:00:00Z");
-    sb.write("p/okf/notes/gamma.md", &concept("Gamma", "", "G."));
+    sb.write("p/okf/notes/gamma.md", concept("Gamma", "", "G."));
     sb.commit("p", "2026-02-03T09:00:00Z");
-    sb.write("p/okf/notes/alpha.md", &concept("Alpha", "", "A, revised."));
+    sb.write("p/okf/notes/alpha.md", concept("Alpha", "", "A, revised."));
     std::fs::remove_file(sb.path("p/okf/zeta.md")).unwrap();
     sb.commit("p", "2026-02-05T09:00:00Z");
 
@@ -576,7 +561,7 @@ fn sync_never_writes_through_a_symlink() {
     sb.write("outside/index.md", "# Outside\n");
     std::fs::create_dir_all(sb.path("p/okf")).unwrap();
     std::os::unix::fs::symlink(sb.path("outside"), sb.path("p/okf/linked")).unwrap();
-    sb.write("p/okf/sub/a.md", &concept("A", "", "A."));
+    sb.write("p/okf/sub/a.md", concept("A", "", "A."));
     std::os::unix::fs::symlink(sb.path("outside/index.md"), sb.path("p/okf/sub/index.md")).unwrap();
     let out = sb.okfit("p", &["sync", "--only", "index"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -594,14 +579,14 @@ fn verify_attests_as_the_git_identity_and_keeps_the_store_check() {
     sb.write("p/okfit.toml", "[bundle]\nprofile = \"none\"\n[actors]\nhumans = [\"human:Ann\"]\n[types.Note]\ndescription = \"A note.\"\n");
     sb.write(
         "p/okf/a.md",
-        &concept(
+        concept(
             "A",
             "verified:\n- by: human:bob\n  at: 2026-01-01T00:00:00Z\n",
             "A.",
         ),
     );
-    sb.write("p/okf/b.md", &concept("B", "", "B."));
-    sb.write("p/okf/c.md", &concept("C", "verified: human:x\n", "C."));
+    sb.write("p/okf/b.md", concept("B", "", "B."));
+    sb.write("p/okf/c.md", concept("C", "verified: human:x\n", "C."));
     sb.write("p/okf/index.md", "# Note\n");
     sb.git("p", "2026-01-01T00:00:00Z", &["init", "-q"]);
     sb.git(
@@ -697,7 +682,7 @@ fn verify_attests_as_the_git_identity_and_keeps_the_store_check() {
 fn verify_without_a_git_identity_says_so() {
     let sb = Sb::new();
     sb.write("p/okfit.toml", CFG);
-    sb.write("p/okf/a.md", &concept("A", "", "A."));
+    sb.write("p/okf/a.md", concept("A", "", "A."));
     let out = sb.okfit("p", &["verify", "a"]);
     out.expect_code(3);
     assert_eq!(
@@ -726,7 +711,7 @@ fn post_tool_use_blocks_on_conformance_errors_and_is_silent_when_clean() {
     let sb = Sb::new();
     sb.write("p/okfit.toml", CFG);
     let bad = sb.write("p/okf/bad.md", "---\ntitle: x\n---\n# x\n");
-    let good = sb.write("p/okf/good.md", &concept("Good", "", "Fine."));
+    let good = sb.write("p/okf/good.md", concept("Good", "", "Fine."));
     let other = sb.write("p/README.md", "no frontmatter\n");
     let p = sb.path("p");
     let out = sb.okfit_in(
@@ -844,13 +829,13 @@ fn validate_file_reports_the_full_runs_findings_for_that_file() {
     sb.write("p/okf/index.md", "# Note\n\n* [A](a.md)\n* [B](b.md)\n");
     sb.write(
         "p/okf/a.md",
-        &concept(
+        concept(
             "A",
             "status: odd\n",
             "See [B](b.md#usage), [B](b.md#nope) and [gone](gone.md).",
         ),
     );
-    sb.write("p/okf/b.md", &concept("B", "", "## Usage\n\nText."));
+    sb.write("p/okf/b.md", concept("B", "", "## Usage\n\nText."));
     sb.write("p/okf/c.md", "---\ntitle: no type\n---\n");
     let full = validate_json(&sb, "p", &[]);
     for (arg, rel) in [

@@ -27,7 +27,7 @@ use rmcp::model::CallToolResult;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,26 +58,16 @@ fn finish(cmd: Command, input: &[u8]) -> Out {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/kb-native")
-        .join(name)
+    common::fixture("kb-native", name)
 }
 
 /// A temporary directory with `home/`, `xdg/` and the data root `data/`.
 /// Its path is canonical, so it compares with what the binaries print.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-}
+type Sandbox = common::Dir;
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let (dir, root) = common::sandbox_dir("okfit-serve-");
-        Sandbox { _dir: dir, root }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        Sandbox::with_prefix("okfit-serve-")
     }
 
     fn data(&self) -> String {
@@ -89,25 +79,12 @@ impl Sandbox {
         format!("okf://{}?tenant={tenant}", self.data())
     }
 
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
-    /// A clean environment: only `PATH`, `HOME`, `XDG_CONFIG_HOME`,
-    /// `OKFIT_DATA` (an unused default inside the sandbox) and `LC_ALL`.
-    fn command(&self, program: &str, args: &[&str]) -> Command {
-        common::sandboxed(program, &self.root, args)
-    }
-
     fn okfit(&self, args: &[&str]) -> Out {
-        finish(self.command(OKFIT, args), b"")
+        finish(self.sandboxed(OKFIT, args), b"")
     }
 
     fn okfit_in(&self, args: &[&str], input: &[u8]) -> Out {
-        finish(self.command(OKFIT, args), input)
+        finish(self.sandboxed(OKFIT, args), input)
     }
 
     /// `okfit ARGS… -c <dsn>` with `input` on stdin.
@@ -148,7 +125,7 @@ impl Sandbox {
 
     /// The server command (tokio) with the same clean environment.
     fn mcp_command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = tokio::process::Command::from(self.command(MCP, args));
+        let mut c = tokio::process::Command::from(self.sandboxed(MCP, args));
         c.kill_on_drop(true);
         c
     }
@@ -159,7 +136,7 @@ impl Sandbox {
         let data = self.data();
         let mut all = vec!["serve", "--data", &data];
         all.extend(args);
-        let mut cmd = self.command(OKFIT, &all);
+        let mut cmd = self.sandboxed(OKFIT, &all);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -1732,7 +1709,7 @@ async fn mcp_database_tools_work_over_the_daemon() {
     let d = blocking(|| sb.serve_socket("s", &[]));
     let dsn = d.unix_dsn("acme");
     // The server must start (stdin closed: it exits 0 at EOF).
-    let probe = blocking(|| finish(sb.command(MCP, &[&dsn, "--database-tools"]), b""));
+    let probe = blocking(|| finish(sb.sandboxed(MCP, &[&dsn, "--database-tools"]), b""));
     assert_eq!(
         (
             probe.code,
@@ -1805,11 +1782,11 @@ fn tls_serves_a_client_that_trusts_the_certificate_and_fails_one_that_does_not()
     );
     let dsn = format!("okf+https://localhost:{port}?token={token}");
     let embedded = sb.conn(&sb.store_dsn("acme"), &["snapshot"], b"").ok();
-    let mut cmd = sb.command(OKFIT, &["snapshot", "-c", &dsn]);
+    let mut cmd = sb.sandboxed(OKFIT, &["snapshot", "-c", &dsn]);
     cmd.env("OKFIT_TLS_CA", &cert);
     let out = finish(cmd, b"");
     assert_eq!(out.ok(), embedded);
-    let mut cmd = sb.command(OKFIT, &["manifest", "-c", &dsn]);
+    let mut cmd = sb.sandboxed(OKFIT, &["manifest", "-c", &dsn]);
     cmd.env("OKFIT_TLS_CA", &cert);
     assert_eq!(
         finish(cmd, b"").ok(),
@@ -1827,7 +1804,7 @@ fn tls_serves_a_client_that_trusts_the_certificate_and_fails_one_that_does_not()
         out.stderr
     );
     // The certificate names localhost, not 127.0.0.1.
-    let mut cmd = sb.command(
+    let mut cmd = sb.sandboxed(
         OKFIT,
         &[
             "snapshot",
@@ -1851,7 +1828,7 @@ fn tls_serves_a_client_that_trusts_the_certificate_and_fails_one_that_does_not()
     );
     assert_ne!(out.code, 0);
     // An unreadable OKFIT_TLS_CA is named.
-    let mut cmd = sb.command(OKFIT, &["snapshot", "-c", &dsn]);
+    let mut cmd = sb.sandboxed(OKFIT, &["snapshot", "-c", &dsn]);
     cmd.env("OKFIT_TLS_CA", sb.path("tls/nope.pem"));
     let out = finish(cmd, b"");
     assert_ne!(out.code, 0);

@@ -26,11 +26,10 @@ mod pg;
 
 use base64::Engine as _;
 use common::{
-    assert_hex64, blocking, bounded, call_tool as call_raw, close, result_text, row_ids,
-    sha256_hex, Client, Out,
+    assert_hex64, blocking, bounded, close, error_text, invalid_params, row_ids, sha256_hex, text,
+    Client, Out,
 };
 use pg::Backend;
-use rmcp::ServiceError;
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -77,30 +76,12 @@ fn tree_bytes(root: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// A temporary directory with `home/`, `xdg/` and the data root `data/`
 /// (created by the first commit). Its path is canonical.
-struct Sandbox {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    exports: std::sync::atomic::AtomicUsize,
-    tenants: pg::Tenants,
-}
+type Sandbox = pg::Stores;
+
+/// Exports made so far: each goes to a folder of its own.
+static EXPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox::on(Backend::Sqlite)
-    }
-
-    /// A sandbox whose tenants live in `backend` (PostgreSQL: a fresh
-    /// database on the test server).
-    fn on(backend: Backend) -> Sandbox {
-        let (dir, root) = common::sandbox_dir("okfit-store-");
-        Sandbox {
-            _dir: dir,
-            tenants: pg::Tenants::on(backend, root.join("data")),
-            root,
-            exports: Default::default(),
-        }
-    }
-
     fn is_sqlite(&self) -> bool {
         self.tenants.is_sqlite()
     }
@@ -110,45 +91,18 @@ impl Sandbox {
         self.tenants.exists(tenant, |a| self.okfit(a))
     }
 
-    fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn tenant_dir(&self, tenant: &str) -> PathBuf {
-        self.tenants.tenant_dir(tenant)
-    }
-
     fn db(&self, tenant: &str) -> PathBuf {
         self.tenant_dir(tenant).join("okfit.sqlite")
     }
 
-    /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
-    /// sandbox's PostgreSQL database.
-    fn store_dsn(&self, tenant: &str) -> String {
-        self.tenants.dsn(tenant)
-    }
-
-    fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.path(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-        p
-    }
-
-    /// A clean environment: only `PATH`, `HOME`, `XDG_CONFIG_HOME`,
-    /// `OKFIT_DATA` (an unused default inside the sandbox) and `LC_ALL`.
-    fn command(&self, program: &str, args: &[&str]) -> Command {
-        common::sandboxed(program, &self.root, args)
-    }
-
     /// `okfit ARGS…`.
     fn okfit(&self, args: &[&str]) -> Out {
-        finish(self.command(OKFIT, args), None)
+        finish(self.sandboxed(OKFIT, args), None)
     }
 
     /// `okfit ARGS…` with `input` on stdin.
     fn okfit_in(&self, args: &[&str], input: &[u8]) -> Out {
-        finish(self.command(OKFIT, args), Some(input.to_vec()))
+        finish(self.sandboxed(OKFIT, args), Some(input.to_vec()))
     }
 
     /// `args` naming the tenant: `--data <sandbox>/data --tenant
@@ -172,12 +126,12 @@ impl Sandbox {
     /// The store command as a `Command` (for concurrent runs).
     fn store_command(&self, tenant: &str, args: &[&str]) -> Command {
         let all = self.store_args(tenant, args);
-        self.command(OKFIT, &all.iter().map(String::as_str).collect::<Vec<_>>())
+        self.sandboxed(OKFIT, &all.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// The server command (tokio) with the same clean environment.
     fn mcp_command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut c = tokio::process::Command::from(self.command(MCP, args));
+        let mut c = tokio::process::Command::from(self.sandboxed(MCP, args));
         c.kill_on_drop(true);
         c
     }
@@ -264,9 +218,7 @@ impl Sandbox {
 
     /// `okfit export` into a fresh directory: every document's bytes.
     fn export(&self, tenant: &str) -> Vec<(String, Vec<u8>)> {
-        let n = self
-            .exports
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let n = EXPORTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let dir = self.path(&format!("exports/{tenant}-{n}"));
         let d = dir.display().to_string();
         self.store(tenant, &["export", &d]).expect_code(0);
@@ -337,16 +289,6 @@ async fn connect(sb: &Sandbox, args: &[&str]) -> Client {
     common::connect_command(sb.mcp_command(args)).await
 }
 
-/// A successful call's text.
-async fn text(c: &Client, name: &str, a: Value) -> String {
-    let r = call_raw(c, name, a.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{name} {a}: {e}"));
-    let (is_error, t) = result_text(&r);
-    assert!(!is_error, "{name} {a}: expected success, got an error: {t}");
-    t
-}
-
 /// A successful database tool call's compact JSON.
 async fn json_call(c: &Client, name: &str, a: Value) -> Value {
     let t = text(c, name, a).await;
@@ -355,32 +297,6 @@ async fn json_call(c: &Client, name: &str, a: Value) -> Value {
         "{name}: the answer is compact JSON on one line: {t}"
     );
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {t}"))
-}
-
-/// An `isError` result's text.
-async fn error_text(c: &Client, name: &str, a: Value) -> String {
-    let r = call_raw(c, name, a.clone())
-        .await
-        .unwrap_or_else(|e| panic!("{name} {a}: expected an isError result, got {e}"));
-    let (is_error, t) = result_text(&r);
-    assert!(is_error, "{name} {a}: expected isError, got: {t}");
-    assert!(!t.trim().is_empty(), "{name} {a}: empty error text");
-    t
-}
-
-/// A call that must fail as JSON-RPC -32602; returns the message.
-async fn invalid_params(c: &Client, name: &str, a: Value) -> String {
-    match call_raw(c, name, a).await {
-        Err(ServiceError::McpError(e)) => {
-            assert_eq!(e.code.0, -32602, "{name}: {e:?}");
-            e.message.to_string()
-        }
-        Err(other) => panic!("{name}: expected -32602, got {other}"),
-        Ok(r) => panic!(
-            "{name}: expected -32602, got a result {:#}",
-            serde_json::to_value(&r).unwrap()
-        ),
-    }
 }
 
 async fn tool_names(c: &Client) -> Vec<String> {

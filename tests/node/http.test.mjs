@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve } from "./serve.mjs";
+import { CUSTOMERS, ORDERS, connectStdio } from "./acme.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -60,19 +60,15 @@ async function overHttp(bearer) {
 
 /** An SDK client over stdio: okfit-mcp on an embedded store of its own. */
 async function overStdio() {
-  const transport = new StdioClientTransport({
-    command: mcpBin,
-    args: [`okf://${join(work, "embedded")}?tenant=acme`, "--database-tools"],
-    env: { PATH: process.env.PATH ?? "", HOME: work },
-    stderr: "ignore",
-  });
-  const client = new Client({ name: "okfit-node-stdio-test", version: "0.0.0" });
-  await client.connect(transport);
+  const { client } = await connectStdio(
+    mcpBin,
+    [`okf://${join(work, "embedded")}?tenant=acme`, "--database-tools"],
+    { PATH: process.env.PATH ?? "", HOME: work },
+    "okfit-node-stdio-test",
+  );
   return client;
 }
 
-const ORDERS = "---\ntype: BigQuery Table\ngrain: order_id\ndescription: One row per completed customer order.\n---\n# Orders\n\nJoins [customers](customers.md).\n\n## Schema\n\norder_id, customer_id\n";
-const CUSTOMERS = "---\ntype: BigQuery Table\nstatus: deprecated\ndescription: Registered customers, including churned.\n---\n# Customers\n\nEvery customer who ever signed up.\n";
 
 /**
  * A session of every tool: the answers, in order, as [tool, isError, text].

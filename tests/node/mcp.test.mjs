@@ -6,8 +6,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connectStdio } from "./acme.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "..", "..");
@@ -16,21 +15,18 @@ const fixture = join(repo, "tests", "fixtures", "mcp", "project");
 
 let work;
 let client;
-let stderr = "";
+let stderr;
 
 before(async () => {
   assert.ok(existsSync(bin), `okfit-mcp not built at ${bin} (cargo build -p okfit)`);
   work = mkdtempSync(join(tmpdir(), "okfit-node-"));
   cpSync(fixture, join(work, "project"), { recursive: true });
-  const transport = new StdioClientTransport({
-    command: bin,
-    args: [],
-    env: { PATH: process.env.PATH ?? "", HOME: work, OKFIT_PROJECT_DIR: join(work, "project") },
-    stderr: "pipe",
-  });
-  transport.stderr?.on("data", (d) => (stderr += d.toString()));
-  client = new Client({ name: "okfit-node-test", version: "0.0.0" });
-  await client.connect(transport);
+  ({ client, stderr } = await connectStdio(
+    bin,
+    [],
+    { PATH: process.env.PATH ?? "", HOME: work, OKFIT_PROJECT_DIR: join(work, "project") },
+    "okfit-node-test",
+  ));
 });
 
 after(async () => {
@@ -43,7 +39,7 @@ const text = (r) => r.content[0].text;
 test("initialize names the server and gives instructions", () => {
   assert.equal(client.getServerVersion().name, "okfit");
   assert.match(client.getInstructions() ?? "", /describe_vocabulary/);
-  assert.match(stderr, /^okfit-mcp serving .*project[\\/]bundle over stdio/);
+  assert.match(stderr(), /^okfit-mcp serving .*project[\\/]bundle over stdio/);
 });
 
 test("tools/list has the six bundle tools, read-only, with closed schemas", async () => {

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
+import { createInterface } from "node:readline";
 import {
   cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync, readFileSync, existsSync, readdirSync, realpathSync,
 } from "node:fs";
@@ -19,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ACME_MANIFEST, CUSTOMERS, ORDERS } from "./acme.mjs";
 import * as esm from "../../npm/mcp/mcp.mjs";
 import esmDefault from "../../npm/mcp/mcp.mjs";
 
@@ -44,8 +46,6 @@ const TRANSACT_PATTERN_MESSAGE =
   "Input validation error: Invalid arguments for tool transact: Invalid string: must match pattern /^[a-f0-9]{64}$/ at changes[0].replaces";
 const ADVICE = /\n\nThis tenant's manifest measures ~\d[\d,]* tokens; (reading it whole is cheaper than searching|prefer "search" over reading it whole)\.$/;
 
-const ORDERS = "---\ntype: BigQuery Table\ngrain: order_id\ndescription: One row per completed customer order.\n---\n# Orders\n\nJoins [customers](customers.md).\n\n## Schema\n\norder_id, customer_id\n";
-const CUSTOMERS = "---\ntype: BigQuery Table\nstatus: deprecated\ndescription: Registered customers, including churned.\n---\n# Customers\n\nEvery customer who ever signed up.\n";
 const sha256 = (s) => createHash("sha256").update(s).digest("hex");
 
 let work;
@@ -386,14 +386,7 @@ describe("createMcpServer with a store connection", () => {
   test("manifest, get (batch + missing), search and snapshot read what was written", async () => {
     await client.callTool({ name: "write", arguments: { bundle: "sales", path: "tables/customers.md", content: CUSTOMERS } });
     const m = text(await client.callTool({ name: "manifest", arguments: {} }));
-    assert.equal(m, [
-      "# tenant: acme",
-      "# bundles: sales",
-      "id\tbundle\tkind\tstatus\tgrain\tsummary\tlinks",
-      "customers\tsales\tbigquery_table\tdeprecated\t-\tRegistered customers, including churned.\t-",
-      "orders\tsales\tbigquery_table\t-\torder_id\tOne row per completed customer order.\tcustomers",
-      "",
-    ].join("\n"));
+    assert.equal(m, ACME_MANIFEST);
     assert.equal(text(await client.callTool({ name: "manifest", arguments: { bundle: "sales" } })), m);
     const g = text(await client.callTool({ name: "get", arguments: { ids: ["orders", "nope", "customers"], section: "schema" } }));
     assert.match(g, /^@@ orders\n## Schema\n\norder_id, customer_id\n/);
@@ -796,31 +789,24 @@ function runScript(cmd, args, { env, cwd }, messages) {
     const notifications = [];
     const garbage = [];
     let stderr = "";
-    let buf = "";
     let waiting = null;
     child.stderr.on("data", (d) => (stderr += d.toString()));
-    child.stdout.on("data", (d) => {
-      buf += d.toString();
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        if (!line.trim()) continue;
-        let m;
-        try {
-          m = JSON.parse(line);
-        } catch {
-          garbage.push(line);
-          continue;
-        }
-        if (m.id === undefined) notifications.push(m);
-        else {
-          responses.push(m);
-          if (waiting && waiting.id === m.id) {
-            const w = waiting;
-            waiting = null;
-            w.resolve();
-          }
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      if (!line.trim()) return;
+      let m;
+      try {
+        m = JSON.parse(line);
+      } catch {
+        garbage.push(line);
+        return;
+      }
+      if (m.id === undefined) notifications.push(m);
+      else {
+        responses.push(m);
+        if (waiting && waiting.id === m.id) {
+          const w = waiting;
+          waiting = null;
+          w.resolve();
         }
       }
     });

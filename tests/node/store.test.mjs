@@ -7,8 +7,7 @@ import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ACME_MANIFEST, CUSTOMERS, ORDERS, connectStdio } from "./acme.mjs";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -17,22 +16,19 @@ const bin = process.env.OKFIT_MCP_BIN ?? join(repo, "target", "debug", "okfit-mc
 
 let work;
 let client;
-let stderr = "";
+let stderr;
 let dsn;
 
 before(async () => {
   assert.ok(existsSync(bin), `okfit-mcp not built at ${bin} (cargo build -p okfit)`);
   work = mkdtempSync(join(tmpdir(), "okfit-node-store-"));
   dsn = `okf://${join(work, "data")}?tenant=acme`;
-  const transport = new StdioClientTransport({
-    command: bin,
-    args: [dsn, "--database-tools"],
-    env: { PATH: process.env.PATH ?? "", HOME: work },
-    stderr: "pipe",
-  });
-  transport.stderr?.on("data", (d) => (stderr += d.toString()));
-  client = new Client({ name: "okfit-node-store-test", version: "0.0.0" });
-  await client.connect(transport);
+  ({ client, stderr } = await connectStdio(
+    bin,
+    [dsn, "--database-tools"],
+    { PATH: process.env.PATH ?? "", HOME: work },
+    "okfit-node-store-test",
+  ));
 });
 
 after(async () => {
@@ -43,8 +39,6 @@ after(async () => {
 const text = (r) => r.content[0].text;
 const call = (name, args = {}) => client.callTool({ name, arguments: args });
 
-const ORDERS = "---\ntype: BigQuery Table\ngrain: order_id\ndescription: One row per completed customer order.\n---\n# Orders\n\nJoins [customers](customers.md).\n\n## Schema\n\norder_id, customer_id\n";
-const CUSTOMERS = "---\ntype: BigQuery Table\nstatus: deprecated\ndescription: Registered customers, including churned.\n---\n# Customers\n\nEvery customer who ever signed up.\n";
 
 test("serves the knowledge and database tools and names the connection", async () => {
   const { tools } = await client.listTools();
@@ -52,7 +46,7 @@ test("serves the knowledge and database tools and names the connection", async (
     "manifest", "search", "get", "snapshot", "write", "delete", "transact", "history", "restore",
   ]);
   assert.match(tools[0].description, /before anything else/);
-  assert.match(stderr, /^okfit-mcp serving okf:\/\/.*\?tenant=acme over stdio/);
+  assert.match(stderr(), /^okfit-mcp serving okf:\/\/.*\?tenant=acme over stdio/);
 });
 
 test("a missing tenant is a readable error, and the first write creates it", async () => {
@@ -76,14 +70,7 @@ test("a replace needs the hash; the refusal names it", async () => {
 test("manifest, resource, search, get and snapshot read what was written", async () => {
   await call("write", { bundle: "sales", path: "tables/customers.md", content: CUSTOMERS });
   const m = text(await call("manifest"));
-  assert.equal(m, [
-    "# tenant: acme",
-    "# bundles: sales",
-    "id\tbundle\tkind\tstatus\tgrain\tsummary\tlinks",
-    "customers\tsales\tbigquery_table\tdeprecated\t-\tRegistered customers, including churned.\t-",
-    "orders\tsales\tbigquery_table\t-\torder_id\tOne row per completed customer order.\tcustomers",
-    "",
-  ].join("\n"));
+  assert.equal(m, ACME_MANIFEST);
   const res = await client.readResource({ uri: "okf://manifest" });
   assert.equal(res.contents[0].mimeType, "text/tab-separated-values");
   assert.equal(res.contents[0].text, m);

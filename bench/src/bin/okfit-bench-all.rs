@@ -9,6 +9,7 @@
 //! commands. A step that fails is reported in the file and makes the run exit
 //! 1; the other steps still run.
 
+use okfit_bench::measure::shell_quote as quote;
 use okfit_bench::report::{self, Inputs, Step};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -92,17 +93,6 @@ fn join(sizes: &[usize]) -> String {
         .map(usize::to_string)
         .collect::<Vec<_>>()
         .join(",")
-}
-
-fn quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./,=:+@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// Runs one step from the workspace root, output shown as it comes.

@@ -25,6 +25,7 @@
 //! Results go to `bench/out/kb/results.json` and, with `--json PATH`, to PATH.
 
 use mimalloc::MiMalloc;
+use okfit_bench::report::write_json;
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::{GetOptions, Knowledge};
 use okfit_store::change::{Change, Pre};
@@ -394,14 +395,6 @@ fn writes(me: &Path, n: usize) -> Result<Value, String> {
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
-}
-
-fn write_json(path: &Path, doc: &Value) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn run(args: &Args) -> Result<(), String> {

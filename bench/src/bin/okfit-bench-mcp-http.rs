@@ -264,12 +264,7 @@ fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(&data);
     }
     if let Some(path) = json_path {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let text =
-            serde_json::to_string_pretty(&json!({ "rows": rows })).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        okfit_bench::report::write_json(path, &json!({ "rows": rows }))?;
     }
     Ok(())
 }

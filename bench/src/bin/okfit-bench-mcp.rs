@@ -27,6 +27,7 @@
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
+use okfit_bench::report::write_json;
 use okfit_bench::stdio::Session;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -509,14 +510,6 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
         write_json(path, &doc)?;
     }
     Ok(met)
-}
-
-fn write_json(path: &Path, doc: &serde_json::Value) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn main() -> ExitCode {

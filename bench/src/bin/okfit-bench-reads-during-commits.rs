@@ -72,9 +72,7 @@ struct Opts {
 }
 
 fn out_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("out")
-        .join("reads-during-commits")
+    okfit_bench::kbdata::bench_out("reads-during-commits")
 }
 
 /// Where concept `id` lives: its bundle and path.
@@ -634,11 +632,7 @@ fn run(o: &Opts) -> Result<(), String> {
             "commits_alone": alone,
             "daemon_rss_mb": rss,
         });
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        okfit_bench::report::write_json(path, &doc)?;
     }
     Ok(())
 }

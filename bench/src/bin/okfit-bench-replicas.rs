@@ -67,13 +67,8 @@ struct Opts {
     json: Option<PathBuf>,
 }
 
-fn root() -> PathBuf {
-    let r = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    std::fs::canonicalize(&r).unwrap_or(r)
-}
-
 fn out_dir() -> PathBuf {
-    root().join("bench").join("out").join("replicas")
+    okfit_bench::kbdata::bench_out("replicas")
 }
 
 /// `count` new concepts of about `words` words in `bundle`, the `i`th
@@ -317,8 +312,7 @@ fn run(o: &Opts) -> Result<(), String> {
     }
     if let Some(p) = &o.json {
         let v = json!({"visibility": vis, "tenants": tenants});
-        std::fs::write(p, serde_json::to_string_pretty(&v).unwrap_or_default())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+        okfit_bench::report::write_json(p, &v)?;
     }
     Ok(())
 }

@@ -73,9 +73,7 @@ struct Opts {
 }
 
 fn out_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("out")
-        .join("scale")
+    okfit_bench::kbdata::bench_out("scale")
 }
 
 /// Bundle and path of concept `i`.
@@ -429,11 +427,7 @@ fn run(o: &Opts) -> Result<(), String> {
         }
     }
     if let Some(p) = &o.json {
-        std::fs::write(
-            p,
-            serde_json::to_string_pretty(&json!({ "scale": rows })).unwrap_or_default(),
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        okfit_bench::report::write_json(p, &json!({ "scale": rows }))?;
     }
     Ok(())
 }

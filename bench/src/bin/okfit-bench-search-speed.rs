@@ -333,11 +333,7 @@ fn run(
     if let Some(p) = json_out {
         let v = json!({"vocabulary": VOCABULARY, "queries": qs.len(), "passes": PASSES,
                        "mcp": rows, "socket": sock});
-        std::fs::write(
-            &p,
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        okfit_bench::report::write_json(&p, &v)?;
     }
     Ok(())
 }

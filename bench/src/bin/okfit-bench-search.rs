@@ -161,11 +161,7 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
     let totals = by_kind("every corpus", &all);
     if let Some(p) = json_out {
         let v = json!({"cutoff": CUTOFF, "corpora": report, "total": totals});
-        std::fs::write(
-            &p,
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))?;
+        okfit_bench::report::write_json(&p, &v)?;
     }
     Ok(())
 }

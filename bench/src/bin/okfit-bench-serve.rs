@@ -19,6 +19,7 @@
 use mimalloc::MiMalloc;
 use okfit_bench::daemon::Kill;
 use okfit_bench::kbdata::{data_root, out_dir, p50, parse_sizes, pct, peak_rss_mb, setup, BUNDLE};
+use okfit_bench::report::write_json;
 use okfit_core::kb::slice::SliceOptions;
 use okfit_knowledge::{GetOptions, Knowledge};
 use serde_json::{json, Value};
@@ -244,14 +245,6 @@ fn parse_args() -> Result<Option<Args>, String> {
         sizes = parse_sizes(&value)?;
     }
     Ok(Some((sizes, json_path)))
-}
-
-fn write_json(path: &Path, doc: &Value) -> Result<(), String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn run(sizes: &[usize], json_path: Option<&Path>) -> Result<(), String> {

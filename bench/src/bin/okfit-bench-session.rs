@@ -300,9 +300,7 @@ fn search_first(c: &Corpus, qs: &[Question]) -> Result<(Session, usize), String>
 }
 
 fn out_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("out")
-        .join("session")
+    okfit_bench::kbdata::bench_out("session")
 }
 
 fn build(dir: &Path) -> Result<Corpus, String> {
@@ -488,8 +486,7 @@ fn run(dir: PathBuf, json_out: Option<PathBuf>, verbose: bool) -> Result<(), Str
                 "manifest": manifest.round(),
             },
         });
-        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap_or_default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        okfit_bench::report::write_json(&path, &v)?;
     }
     Ok(())
 }

@@ -119,11 +119,7 @@ fn run(json_out: Option<PathBuf>) -> Result<(), String> {
     }
     if let Some(path) = json_out {
         let v = json!({"tool_sets": sets, "manifests": manifests});
-        std::fs::write(
-            &path,
-            serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        okfit_bench::report::write_json(&path, &v)?;
     }
     Ok(())
 }

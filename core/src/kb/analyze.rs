@@ -356,9 +356,9 @@ mod tests {
         }
         assert_eq!(stem("joins"), stem("join"));
         // Words with digits and short words are kept whole.
-        assert_eq!(stem("h100s"), "h100s");
-        assert_eq!(stem("ga4"), "ga4");
-        assert_eq!(stem("is"), "is");
+        for w in ["h100s", "ga4", "is"] {
+            assert_eq!(stem(w), w);
+        }
     }
 
     #[test]

@@ -399,11 +399,16 @@ mod tests {
     fn cells_of_a_concept() {
         let t = "---\ntype: BigQuery Table\nstatus: deprecated\ngrain: customer_id\ndescription: Registered customers, including churned.\nstale_after: 2027-03-01\n---\n# Customers\n\nSee [orders](./orders.md).\n";
         let c = compile("tables/customers.md", t);
-        assert_eq!(c.kind, "bigquery_table");
-        assert_eq!(c.status, "deprecated");
-        assert_eq!(c.grain, "customer_id");
-        assert_eq!(c.summary, "Registered customers, including churned.");
-        assert_eq!(c.title, "Customers");
+        assert_eq!(
+            [&c.kind, &c.status, &c.grain, &c.summary, &c.title],
+            [
+                "bigquery_table",
+                "deprecated",
+                "customer_id",
+                "Registered customers, including churned.",
+                "Customers"
+            ]
+        );
         assert_eq!(
             c.stale_after,
             Some(time::parse("2027-03-01").unwrap().instant().0)
@@ -415,10 +420,10 @@ mod tests {
     #[test]
     fn plain_markdown_still_compiles() {
         let c = compile("notes/x.md", "# Heading\n\nFirst sentence. More.\n[a](b)\n");
-        assert_eq!(c.kind, "-");
-        assert_eq!(c.status, "-");
-        assert_eq!(c.summary, "First sentence.");
-        assert_eq!(c.title, "Heading");
+        assert_eq!(
+            [&c.kind, &c.status, &c.summary, &c.title],
+            ["-", "-", "First sentence.", "Heading"]
+        );
         assert_eq!(
             c.links,
             vec![vec![

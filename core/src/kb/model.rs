@@ -232,33 +232,36 @@ impl Model {
             e.compiled = compiled;
             return (slot, Some(old));
         }
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.entries.push(None);
+                (self.entries.len() - 1) as u32
+            }
+        };
+        self.place(slot, bundle, path, hash, compiled);
+        (slot, None)
+    }
+
+    /// Puts a new document in `slot` (in range and empty) and lists it
+    /// under its bundle.
+    fn place(&mut self, slot: u32, bundle: &str, path: &str, hash: &str, compiled: Compiled) {
         if !compiled.nav {
             self.concepts += 1;
         }
-        let entry = Entry {
+        self.entries[slot as usize] = Some(Entry {
             bundle: bundle.to_string(),
             path: path.to_string(),
             hash: hash.to_string(),
             compiled,
             id: String::new(),
             local: String::new(),
-        };
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.entries[s as usize] = Some(entry);
-                s
-            }
-            None => {
-                self.entries.push(Some(entry));
-                (self.entries.len() - 1) as u32
-            }
-        };
+        });
         self.bundles
             .entry(bundle.to_string())
             .or_default()
             .docs
             .insert(path.to_string(), slot);
-        (slot, None)
     }
 
     /// Adds a document at a slot the caller chose (a store loading its
@@ -293,23 +296,8 @@ impl Model {
         } else {
             self.free.retain(|s| *s != slot);
         }
-        if !compiled.nav {
-            self.concepts += 1;
-        }
         self.mark_dirty(bundle);
-        self.entries[i] = Some(Entry {
-            bundle: bundle.to_string(),
-            path: path.to_string(),
-            hash: hash.to_string(),
-            compiled,
-            id: String::new(),
-            local: String::new(),
-        });
-        self.bundles
-            .entry(bundle.to_string())
-            .or_default()
-            .docs
-            .insert(path.to_string(), slot);
+        self.place(slot, bundle, path, hash, compiled);
         slot
     }
 

@@ -18,24 +18,22 @@ fn is_name(s: &str) -> bool {
 /// Checks a tenant id: 1–64 characters of `[a-z0-9_-]` (either case), not
 /// starting with `_` or `-`.
 pub fn check_tenant(t: &str) -> Result<(), String> {
-    if is_name(t) {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid tenant id \"{}\": expected 1-64 chars of [a-z0-9_-]",
-            shown(t)
-        ))
-    }
+    check_name("tenant id", t)
 }
 
 /// Checks a bundle name (same alphabet as tenants).
 pub fn check_bundle(b: &str) -> Result<(), String> {
-    if is_name(b) {
+    check_name("bundle name", b)
+}
+
+/// Checks a tenant id or bundle name; the refusal calls it `what`.
+fn check_name(what: &str, s: &str) -> Result<(), String> {
+    if is_name(s) {
         Ok(())
     } else {
         Err(format!(
-            "invalid bundle name \"{}\": expected 1-64 chars of [a-z0-9_-]",
-            shown(b)
+            "invalid {what} \"{}\": expected 1-64 chars of [a-z0-9_-]",
+            shown(s)
         ))
     }
 }

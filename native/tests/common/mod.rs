@@ -143,6 +143,48 @@ pub fn sandbox_dir(prefix: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, root)
 }
 
+/// A sandbox folder (see [`sandbox_dir`]) with the paths, files and
+/// clean commands every harness takes from it.
+pub struct Dir {
+    _dir: tempfile::TempDir,
+    /// The folder's canonical path.
+    pub root: std::path::PathBuf,
+}
+
+impl Dir {
+    /// A new sandbox folder named `prefix…`.
+    pub fn with_prefix(prefix: &str) -> Dir {
+        let (dir, root) = sandbox_dir(prefix);
+        Dir { _dir: dir, root }
+    }
+
+    /// `<sandbox>/<rel>`.
+    pub fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes `bytes` to `<sandbox>/<rel>`, creating its folders.
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> std::path::PathBuf {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// `program ARGS…` in the sandbox's clean environment ([`sandboxed`]).
+    pub fn sandboxed(&self, program: &str, args: &[&str]) -> Command {
+        sandboxed(program, &self.root, args)
+    }
+}
+
+/// The fixture folder `tests/fixtures/<group>/<name>`.
+pub fn fixture(group: &str, name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(group)
+        .join(name)
+}
+
 /// `program ARGS…` in a clean environment rooted at `root` (a sandbox
 /// folder): only `PATH`, `HOME` (`root/home`), `XDG_CONFIG_HOME`
 /// (`root/xdg`), `OKFIT_DATA` (an unused default data root,
@@ -292,6 +334,42 @@ pub fn args(v: Value) -> Map<String, Value> {
 pub async fn call_tool(c: &Client, name: &str, a: Value) -> Result<CallToolResult, ServiceError> {
     let params = CallToolRequestParams::new(name.to_string()).with_arguments(args(a));
     bounded(name, c.call_tool(params)).await
+}
+
+/// A successful call's text.
+pub async fn text(c: &Client, name: &str, a: Value) -> String {
+    let r = call_tool(c, name, a.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{name} {a}: {e}"));
+    let (is_error, t) = result_text(&r);
+    assert!(!is_error, "{name} {a}: expected success, got an error: {t}");
+    t
+}
+
+/// An `isError` result's text.
+pub async fn error_text(c: &Client, name: &str, a: Value) -> String {
+    let r = call_tool(c, name, a.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{name} {a}: expected an isError result, got {e}"));
+    let (is_error, t) = result_text(&r);
+    assert!(is_error, "{name} {a}: expected isError, got: {t}");
+    assert!(!t.trim().is_empty(), "{name} {a}: empty error text");
+    t
+}
+
+/// A call that must fail as JSON-RPC -32602; returns the message.
+pub async fn invalid_params(c: &Client, name: &str, a: Value) -> String {
+    match call_tool(c, name, a.clone()).await {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602, "{name} {a}: {e:?}");
+            e.message.to_string()
+        }
+        Err(other) => panic!("{name} {a}: expected -32602, got {other}"),
+        Ok(r) => panic!(
+            "{name} {a}: expected -32602, got a result {:#}",
+            serde_json::to_value(&r).unwrap()
+        ),
+    }
 }
 
 /// `(isError, content[0].text)` of a tool result with one text content.

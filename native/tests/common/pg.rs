@@ -274,6 +274,53 @@ fn create_database() -> String {
     u.to_string().replacen("postgres://", "okf+postgres://", 1)
 }
 
+/// A sandbox folder (see [`common::Dir`]) whose tenants live in one
+/// backend: the harness the store and knowledge tests share.
+pub struct Stores {
+    dir: common::Dir,
+    pub tenants: Tenants,
+}
+
+impl std::ops::Deref for Stores {
+    type Target = common::Dir;
+    fn deref(&self) -> &common::Dir {
+        &self.dir
+    }
+}
+
+impl Stores {
+    /// A sandbox whose tenants live in SQLite files under `data/`.
+    pub fn new() -> Stores {
+        Stores::on(Backend::Sqlite)
+    }
+
+    /// A sandbox whose tenants live in `backend` (PostgreSQL: a fresh
+    /// database on the test server).
+    pub fn on(backend: Backend) -> Stores {
+        let dir = common::Dir::with_prefix("okfit-store-");
+        Stores {
+            tenants: Tenants::on(backend, dir.path("data")),
+            dir,
+        }
+    }
+
+    /// The data root every store test uses.
+    pub fn data(&self) -> String {
+        self.tenants.data()
+    }
+
+    /// A tenant's directory in the data root.
+    pub fn tenant_dir(&self, tenant: &str) -> PathBuf {
+        self.tenants.tenant_dir(tenant)
+    }
+
+    /// `okf:///<sandbox>/data?tenant=<tenant>`, or the tenant of the
+    /// sandbox's PostgreSQL database.
+    pub fn store_dsn(&self, tenant: &str) -> String {
+        self.tenants.dsn(tenant)
+    }
+}
+
 pub struct Sandbox {
     _dir: tempfile::TempDir,
     pub root: PathBuf,
@@ -302,9 +349,7 @@ impl Sandbox {
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/kb-native")
-        .join(name)
+    common::fixture("kb-native", name)
 }
 
 /// Whether `f` holds within 5 s, tried every 10 ms.

@@ -525,10 +525,7 @@ impl Storage for PgStore {
             ));
         };
         let seq: i64 = moved.get(0);
-        let mut terms = write::Terms {
-            cache: &self.term_ids,
-            fresh: write::NewTerms::new(),
-        };
+        let mut terms = write::Terms::new(&self.term_ids);
         let mut w = write::Writing {
             tx: &mut tx,
             prepared,
@@ -596,10 +593,7 @@ impl Storage for PgStore {
             upserts: docs.to_vec(),
             ..CommitPlan::default()
         };
-        let mut terms = write::Terms {
-            cache: &self.term_ids,
-            fresh: write::NewTerms::new(),
-        };
+        let mut terms = write::Terms::new(&self.term_ids);
         let mut w = write::Writing {
             tx: &mut tx,
             prepared,

@@ -78,7 +78,15 @@ pub(super) struct Terms<'a> {
     pub fresh: NewTerms,
 }
 
-impl Terms<'_> {
+impl<'a> Terms<'a> {
+    /// Terms known from `cache`, none inserted yet.
+    pub fn new(cache: &'a HashMap<String, i64>) -> Terms<'a> {
+        Terms {
+            cache,
+            fresh: NewTerms::new(),
+        }
+    }
+
     /// Makes sure every term of `terms` has a known id, inserting the terms
     /// the database lacks. The terms go in sorted, so two commits adding
     /// the same new terms take their locks in one order and never
