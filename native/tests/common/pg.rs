@@ -321,28 +321,21 @@ impl Stores {
     }
 }
 
-pub struct Sandbox {
-    _dir: tempfile::TempDir,
-    pub root: PathBuf,
-}
+/// The PostgreSQL tests' sandbox folder.
+pub type Sandbox = common::Dir;
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let (dir, root) = common::sandbox_dir("okfit-pg-");
-        Sandbox { _dir: dir, root }
-    }
-
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        Sandbox::with_prefix("okfit-pg-")
     }
 
     pub fn okfit(&self, args: &[&str], input: Option<&[u8]>) -> Out {
-        common::run(common::sandboxed(OKFIT, &self.root, args), input, HANG)
+        common::run(self.sandboxed(OKFIT, args), input, HANG)
     }
 
     /// `okfit args` with one more environment variable.
     pub fn okfit_with(&self, var: (&str, &Path), args: &[&str]) -> Out {
-        let mut c = common::sandboxed(OKFIT, &self.root, args);
+        let mut c = self.sandboxed(OKFIT, args);
         c.env(var.0, var.1);
         common::run(c, None, HANG)
     }
