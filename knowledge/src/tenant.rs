@@ -625,6 +625,9 @@ impl Loaded {
         expected: Option<&str>,
         now: Instant,
     ) -> Result<Committed, CommitError> {
+        // The model shows the head as stored now: a change it refuses is
+        // refused at that head, without waiting for the commit lock.
+        self.check(changes, expected)?;
         // Other processes' commits wait from here until this one lands, so
         // the head read below is the one it builds on.
         let _lock = store.lock_commits()?;
@@ -657,18 +660,12 @@ impl Loaded {
         Err(Error::Conflict(last.unwrap_or_else(|| "database busy".into())).into())
     }
 
-    fn try_commit(
-        &mut self,
-        store: &mut dyn Storage,
-        changes: &[Change],
-        compiled: &[Option<Compiled>],
-        expected: Option<&str>,
-        now: Instant,
-    ) -> Result<Committed, CommitError> {
-        let view = self
-            .view
-            .as_mut()
-            .ok_or_else(|| Error::Store("store not loaded".into()))?;
+    /// Refuses `changes` if the revision the model shows is not
+    /// `expected`, or a document's precondition does not hold in it.
+    fn check(&self, changes: &[Change], expected: Option<&str>) -> Result<(), CommitError> {
+        let Some(view) = self.view.as_ref() else {
+            return Ok(());
+        };
         if let Some(exp) = expected {
             if self.head.as_ref().map(|h| h.revision.as_str()) != Some(exp) {
                 return Err(Error::Conflict(
@@ -687,6 +684,22 @@ impl Loaded {
                 return Err(CommitError::Precondition { index: i, failure });
             }
         }
+        Ok(())
+    }
+
+    fn try_commit(
+        &mut self,
+        store: &mut dyn Storage,
+        changes: &[Change],
+        compiled: &[Option<Compiled>],
+        expected: Option<&str>,
+        now: Instant,
+    ) -> Result<Committed, CommitError> {
+        self.check(changes, expected)?;
+        let view = self
+            .view
+            .as_mut()
+            .ok_or_else(|| Error::Store("store not loaded".into()))?;
         let mut plan = CommitPlan::default();
         let mut hashes = vec![];
         let mut touched: Vec<u32> = vec![];

@@ -291,6 +291,19 @@ pub struct SqliteStore {
     tenant: String,
     /// Term ids already in the database (ids are never reused or removed).
     term_ids: std::collections::HashMap<String, i64>,
+    /// The tenant's lock file, opened by the first commit and kept as
+    /// long as the connection (both name the tenant's folder as it was
+    /// when they were opened).
+    lock_file: std::cell::RefCell<Option<std::sync::Arc<std::fs::File>>>,
+}
+
+/// The tenant's lock file while a commit holds it: dropping unlocks.
+struct Flocked(std::sync::Arc<std::fs::File>);
+
+impl Drop for Flocked {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
 }
 
 /// Term ids a transaction created; they join the cache only once it commits.
@@ -401,6 +414,7 @@ impl SqliteStore {
             root: root.to_path_buf(),
             tenant: tenant.to_string(),
             term_ids: Default::default(),
+            lock_file: Default::default(),
         })
     }
 
@@ -761,21 +775,34 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// The tenant's lock file, opened beneath the data root (never through
+    /// a link) the first time.
+    fn lock_file(&self) -> Result<std::sync::Arc<std::fs::File>, Error> {
+        if let Some(f) = self.lock_file.borrow().as_ref() {
+            return Ok(f.clone());
+        }
+        let shown = format!("tenants/{}/okfit.lock", self.tenant);
+        let dir = crate::beneath::Root::open(&self.root)?
+            .dir(&format!("tenants/{}", self.tenant), false, &shown)?
+            .ok_or_else(|| store_err(&self.path, "the tenant's folder is gone"))?;
+        let file = std::sync::Arc::new(dir.lock_file("okfit.lock", &shown)?);
+        *self.lock_file.borrow_mut() = Some(file.clone());
+        Ok(file)
+    }
+}
+
 impl Storage for SqliteStore {
     /// An exclusive lock on `tenants/<tenant>/okfit.lock` (never the
     /// database file: closing any descriptor of that would drop SQLite's
     /// own locks). The kernel releases it if the process dies.
     fn lock_commits(&self) -> Result<CommitLock, Error> {
-        let shown = format!("tenants/{}/okfit.lock", self.tenant);
-        let dir = crate::beneath::Root::open(&self.root)?
-            .dir(&format!("tenants/{}", self.tenant), false, &shown)?
-            .ok_or_else(|| store_err(&self.path, "the tenant's folder is gone"))?;
-        let file = dir.lock_file("okfit.lock", &shown)?;
+        let file = self.lock_file()?;
         let started = std::time::Instant::now();
         let mut wait = std::time::Duration::from_micros(100);
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(CommitLock::new(file)),
+                Ok(()) => return Ok(CommitLock::new(Flocked(file))),
                 Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < COMMIT_LOCK_WAIT => {
                     std::thread::sleep(wait);
                     wait = (wait * 2).min(std::time::Duration::from_millis(4));
