@@ -716,13 +716,26 @@ impl Knowledge {
         if let Some(sk) = &self.store {
             return sk.exclusive(false, |store, st| f(store, st));
         }
+        Err(self.no_store())
+    }
+
+    /// Runs `f` with one of the store's read connections.
+    fn with_reader<R>(&self, f: impl FnOnce(&dyn Storage) -> Result<R, Error>) -> Result<R, Error> {
+        if let Some(sk) = &self.store {
+            return sk.reading(f);
+        }
+        Err(self.no_store())
+    }
+
+    /// Why a store-only call cannot run on this connection.
+    fn no_store(&self) -> Error {
         match &*self.lock() {
-            Backend::Remote => Err(Error::Refused(
+            Backend::Remote => Error::Refused(
                 "gc and verify run where the store is: run them on the daemon's host with --data".into(),
-            )),
-            _ => Err(Error::Refused(
+            ),
+            _ => Error::Refused(
                 "this needs a store connection (okf:///abs/data?tenant=t); a folder has no revisions".into(),
-            )),
+            ),
         }
     }
 
@@ -760,7 +773,7 @@ impl Knowledge {
                 Some(rev.to_string())
             }
         };
-        self.with_store(|store, _| {
+        self.with_reader(|store| {
             let Some((revisions, more)) = store.history(before_rev.as_deref(), limit)? else {
                 return Err(Error::Conflict(
                     "history cursor expired or is not committed; restart history pagination".into(),

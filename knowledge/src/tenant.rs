@@ -203,6 +203,16 @@ impl StoreKb {
         })
     }
 
+    /// Runs `f` with a read connection of the pool: no model, no catch-up,
+    /// and no wait for a commit in progress.
+    pub(crate) fn reading<R>(
+        &self,
+        f: impl FnOnce(&dyn Storage) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let conn = self.borrow()?;
+        f(&*conn)
+    }
+
     /// A document's text, from the cache or read through `conn`.
     fn text(&self, conn: &dyn Storage, e: &Entry) -> Option<Arc<str>> {
         if let Some(t) = lock(&self.texts).get(&e.hash) {
