@@ -635,8 +635,9 @@ impl Loaded {
         expected: Option<&str>,
         now: Instant,
     ) -> Result<Committed, CommitError> {
-        // The model shows the head as stored now: a change it refuses is
-        // refused at that head, without waiting for the commit lock.
+        // The caller ([`StoreKb::exclusive`]) caught the model up to the
+        // head as stored now: a change it refuses is refused at that head,
+        // without waiting for the commit lock.
         self.check(changes, expected)?;
         // Other processes' commits wait from here until this one lands, so
         // the head read below is the one it builds on.

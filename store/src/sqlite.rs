@@ -773,9 +773,7 @@ impl SqliteStore {
             .query_row([revision], |r| r.get(0))
             .optional()
     }
-}
 
-impl SqliteStore {
     /// The tenant's lock file, opened beneath the data root (never through
     /// a link) the first time.
     fn lock_file(&self) -> Result<std::sync::Arc<std::fs::File>, Error> {
