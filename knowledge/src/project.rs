@@ -193,24 +193,31 @@ pub(crate) fn extra_findings(
 ) -> Vec<Diagnostic> {
     let mut extra = loaded.extra.clone();
     if !skip_provenance {
-        extra.extend(git_drift(project, &loaded.bundle, loaded.repo.as_ref()));
+        extra.extend(git_drift(
+            project,
+            &loaded.bundle,
+            loaded.repo.as_ref(),
+            None,
+        ));
     }
     extra
 }
 
 /// The git tier of `generated-at-drift` over the bundle's concepts that
-/// record `generated` without a digest; `repo` is the repository the load
-/// found, when it looked.
+/// record `generated` without a digest (of those, `only` the one path when
+/// given); `repo` is the repository the load found, when it looked.
 fn git_drift(
     project: &Project,
     b: &Bundle,
     repo: Option<&Option<okfit_store::git::Repo>>,
+    only: Option<&str>,
 ) -> Vec<Diagnostic> {
     let Some(sev) = project.config.severity("generated-at-drift") else {
         return vec![];
     };
     let candidates: Vec<okfit_store::git::Candidate> = b
         .concepts()
+        .filter(|(d, _)| only.is_none_or(|p| d.path == p))
         .filter_map(|(d, c)| {
             let g = c.generated.as_ref()?;
             (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
@@ -309,10 +316,7 @@ pub fn validate_file(
         vec![]
     } else {
         // Only the file's own drift: the linked targets are not reported.
-        git_drift(project, &b, None)
-            .into_iter()
-            .filter(|d| d.file == rel)
-            .collect()
+        git_drift(project, &b, None, Some(rel))
     };
     Ok(only(bundle::validate(&b, cfg, extra), rel, is_concept))
 }

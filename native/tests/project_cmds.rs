@@ -434,6 +434,9 @@ fn sync_stamps_from_git_keeping_the_yaml_as_written() {
         .map(|d| d["file"].as_str().unwrap())
         .collect();
     assert_eq!(drifting, ["c.md"], "{v}");
+    // The one file's check finds its drift too.
+    let v = validate_json(&sb, "p", &["--file", "okf/c.md"]);
+    assert!(codes(&v).contains(&"generated-at-drift".into()), "{v}");
     // A dirty body is skipped.
     sb.commit("p", "2026-03-05T00:00:00Z");
     sb.write("p/okf/a.md", a.replace("First body.", "Edited body."));

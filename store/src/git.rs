@@ -160,13 +160,24 @@ impl Repo {
         if !may_be_in_a_work_tree(bundle_root) {
             return None;
         }
-        // One call answers "is this a repository" and "has it a commit".
-        let head = git(
-            bundle_root,
-            &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
-        )?;
-        let mut repo = Repo::at(head.lines().next()?, bundle_root)?;
-        repo.tracked = git(&repo.top, &["ls-tree", "-r", "HEAD", "--", repo.scope()])
+        // One call answers "is this a repository" and "has it a commit";
+        // the files under the bundle are asked for meanwhile (from the
+        // bundle, by repository path), so the two calls take the time of one.
+        let (head, listed) = std::thread::scope(|s| {
+            let listed = s.spawn(|| {
+                git(
+                    bundle_root,
+                    &["ls-tree", "-r", "--full-name", "HEAD", "--", "."],
+                )
+            });
+            let head = git(
+                bundle_root,
+                &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
+            );
+            (head, listed.join().ok().flatten())
+        });
+        let mut repo = Repo::at(head?.lines().next()?, bundle_root)?;
+        repo.tracked = listed
             .unwrap_or_default()
             .lines()
             .filter_map(|l| {

@@ -78,6 +78,64 @@ pub fn walk_stamped(root: &Path) -> Result<(Walked, Vec<Option<Stamp>>), Error> 
     walk_with(root, true)
 }
 
+/// One directory's listing: its files (with their stamps when asked) and
+/// the directories below it.
+#[derive(Default)]
+struct Listing {
+    files: Vec<(String, PathBuf, Option<Stamp>)>,
+    dirs: Vec<(PathBuf, String)>,
+    /// An entry could not be read: the directory is listed in part.
+    partial: bool,
+}
+
+/// Lists the directory `dir` (bundle-relative `rel`).
+fn list(canon_root: &Path, dir: &Path, rel: &str, stamped: bool) -> std::io::Result<Listing> {
+    let mut out = Listing::default();
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else {
+            out.partial = true;
+            continue;
+        };
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "node_modules" {
+            continue;
+        }
+        let child_rel = if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let path = entry.path();
+        let Ok(ft) = entry.file_type() else {
+            continue;
+        };
+        let (is_dir, is_file) = if ft.is_symlink() {
+            (false, linked_file(canon_root, &path).is_some())
+        } else {
+            (ft.is_dir(), ft.is_file())
+        };
+        if is_dir {
+            out.dirs.push((path, child_rel));
+        } else if is_file {
+            // Linked files are stamped through their path (the target's
+            // stamp), the rest through their entry.
+            let stamp = stamped
+                .then(|| {
+                    let meta = if ft.is_symlink() {
+                        std::fs::metadata(&path)
+                    } else {
+                        entry.metadata()
+                    };
+                    meta.ok().map(|m| Stamp::from_meta(&m))
+                })
+                .flatten();
+            out.files.push((child_rel, path, stamp));
+        }
+    }
+    Ok(out)
+}
+
 fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>), Error> {
     let meta = std::fs::metadata(root).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -92,88 +150,68 @@ fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>),
     let canon_root =
         std::fs::canonicalize(root).map_err(|e| Error::BundleUnreadable(root.to_path_buf(), e))?;
     let mut out = Walked::default();
-    let mut stamps = vec![];
-    let mut to_stamp: Vec<Option<std::fs::DirEntry>> = vec![];
-    // (absolute dir, relative prefix, depth)
-    let mut stack: Vec<(PathBuf, String, usize)> = vec![(root.to_path_buf(), String::new(), 0)];
-    while let Some((dir, rel, depth)) = stack.pop() {
-        out.dirs.push(dir.clone());
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) => {
-                if rel.is_empty() {
-                    return Err(Error::BundleUnreadable(root.to_path_buf(), e));
-                }
-                out.unreadable.push(rel);
-                continue;
-            }
+    let mut listings = vec![];
+    // The directories of one depth are listed together, on every core: a
+    // large bundle is mostly directory reading (and, stamped, one stat per
+    // file).
+    let mut level: Vec<(PathBuf, String)> = vec![(root.to_path_buf(), String::new())];
+    let mut depth = 0;
+    while !level.is_empty() {
+        let lister = |(dir, rel): (PathBuf, String)| {
+            let listing = list(&canon_root, &dir, &rel, stamped);
+            (dir, rel, listing)
         };
-        for entry in entries {
-            let Ok(entry) = entry else {
-                if !rel.is_empty() {
-                    out.unreadable.push(rel.clone());
+        let listed: Vec<_> = if level.len() == 1 {
+            level.into_iter().map(lister).collect()
+        } else {
+            use rayon::prelude::*;
+            level.into_par_iter().map(lister).collect()
+        };
+        let mut next = vec![];
+        for (dir, rel, listing) in listed {
+            out.dirs.push(dir);
+            let mut listing = match listing {
+                Ok(l) => l,
+                Err(e) if rel.is_empty() => {
+                    return Err(Error::BundleUnreadable(root.to_path_buf(), e))
                 }
-                continue;
+                Err(_) => {
+                    out.unreadable.push(rel);
+                    continue;
+                }
             };
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || name == "node_modules" {
-                continue;
+            if listing.partial && !rel.is_empty() {
+                out.unreadable.push(rel);
             }
-            let child_rel = if rel.is_empty() {
-                name.to_string()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let path = entry.path();
-            let Ok(ft) = entry.file_type() else {
-                continue;
-            };
-            let (is_dir, is_file) = if ft.is_symlink() {
-                (false, linked_file(&canon_root, &path).is_some())
-            } else {
-                (ft.is_dir(), ft.is_file())
-            };
-            if is_dir {
-                if depth + 1 > MAX_DEPTH {
-                    return Err(Error::DepthExceeded {
-                        root: root.to_path_buf(),
-                        at: child_rel,
-                    });
-                }
-                stack.push((path, child_rel, depth + 1));
-            } else if is_file {
-                if stamped {
-                    // Linked files are stamped through their path (the
-                    // target's stamp), the rest through their entry.
-                    to_stamp.push((!ft.is_symlink()).then_some(entry));
-                }
-                out.files.push((child_rel, path));
+            if let Some((_, at)) = listing.dirs.first().filter(|_| depth + 1 > MAX_DEPTH) {
+                return Err(Error::DepthExceeded {
+                    root: root.to_path_buf(),
+                    at: at.clone(),
+                });
             }
+            next.extend(std::mem::take(&mut listing.dirs));
+            listings.push(listing.files);
         }
+        level = next;
+        depth += 1;
     }
-    if stamped {
-        use rayon::prelude::*;
-        stamps = to_stamp
-            .into_par_iter()
-            .zip(out.files.par_iter())
-            .map(|(entry, (_, path))| {
-                let meta = match entry {
-                    Some(e) => e.metadata(),
-                    None => std::fs::metadata(path),
-                };
-                meta.ok().map(|m| Stamp::from_meta(&m))
-            })
-            .collect();
-        let mut both: Vec<_> = std::mem::take(&mut out.files)
-            .into_iter()
-            .zip(stamps)
-            .collect();
-        both.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
-        (out.files, stamps) = both.into_iter().unzip();
-    } else {
-        out.files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut files = Vec::with_capacity(listings.iter().map(Vec::len).sum());
+    for l in listings {
+        files.extend(l);
     }
+    // Paths are unique: the order of equal keys cannot show.
+    use rayon::slice::ParallelSliceMut;
+    files.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut stamps = Vec::with_capacity(if stamped { files.len() } else { 0 });
+    out.files = files
+        .into_iter()
+        .map(|(rel, path, stamp)| {
+            if stamped {
+                stamps.push(stamp);
+            }
+            (rel, path)
+        })
+        .collect();
     out.unreadable.sort();
     out.unreadable.dedup();
     Ok((out, stamps))
