@@ -1767,3 +1767,81 @@ fn snapshot_digest() {
     let kb2 = Kb::build("acme", &triples(&[("y", "a.md", &note("A.\n"))]));
     assert_ne!(kb2.model.snapshot(), one);
 }
+
+// ------------------------------------------------- bulk loading of rows
+
+type Row = (
+    u32,
+    String,
+    String,
+    String,
+    okfit_core::kb::compile::Compiled,
+);
+
+/// Rows at scattered slots (with gaps, out of order), as a store holds.
+fn stored_rows(docs: &[(String, String, String)]) -> Vec<Row> {
+    let n = docs.len() as u32;
+    docs.iter()
+        .enumerate()
+        .map(|(i, (b, p, t))| {
+            let slot = (i as u32 * 7 + 3) % (2 * n + 1);
+            (slot, b.clone(), p.clone(), sha(t), compile(p, t))
+        })
+        .collect()
+}
+
+/// A slot's `(bundle, path, id)`.
+type Held = Option<(String, String, String)>;
+
+/// What a model shows: its manifest, snapshot and every slot's document.
+fn shown(m: &mut Model) -> (String, String, Vec<Held>) {
+    m.settle();
+    let slots = (0..200)
+        .map(|s| {
+            m.entry(s)
+                .map(|e| (e.bundle.clone(), e.path.clone(), e.id.clone()))
+        })
+        .collect();
+    (m.manifest(None, now()).unwrap().0, m.snapshot(), slots)
+}
+
+fn one_by_one(rows: &[Row]) -> Model {
+    let mut m = Model::new("acme");
+    for (slot, b, p, h, c) in rows.iter().cloned() {
+        m.upsert_at(slot, &b, &p, &h, c);
+    }
+    m
+}
+
+#[test]
+fn filling_a_model_equals_upserting_each_row() {
+    let docs = fixture_docs();
+    let rows = stored_rows(&docs);
+    assert!(rows.len() > 5, "{}", rows.len());
+    // Distinct slots and paths, a path given twice (the later row wins),
+    // a slot given twice, and a model that holds documents already.
+    let mut path_twice = rows.clone();
+    let mut again = rows[2].clone();
+    again.0 = 150;
+    path_twice.push(again);
+    let mut slot_twice = rows.clone();
+    let mut other = rows[4].clone();
+    other.0 = rows[1].0;
+    slot_twice.push(other);
+    let text = note("A later note.");
+    for rows in [rows.clone(), path_twice, slot_twice] {
+        let mut filled = Model::new("acme");
+        filled.fill(rows.clone());
+        let mut each = one_by_one(&rows);
+        assert_eq!(shown(&mut filled), shown(&mut each));
+        // Both reuse the same free slots afterwards.
+        for m in [&mut filled, &mut each] {
+            m.upsert("sales", "later.md", &sha(&text), compile("later.md", &text));
+        }
+        assert_eq!(shown(&mut filled), shown(&mut each));
+    }
+    let (first, rest) = rows.split_at(5);
+    let mut filled = one_by_one(first);
+    filled.fill(rest.to_vec());
+    assert_eq!(shown(&mut filled), shown(&mut one_by_one(&rows)));
+}

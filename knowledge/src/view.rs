@@ -62,15 +62,14 @@ impl View {
     /// Puts stored rows into the model, with the search length of each
     /// concept (a store keeps postings on disk, lengths in memory).
     pub(crate) fn upsert_rows(&mut self, rows: Vec<okfit_store::sqlite::DocRow>) {
+        let mut docs = Vec::with_capacity(rows.len());
         for r in rows {
-            let nav = r.compiled.nav;
-            let slot = self
-                .model
-                .upsert_at(r.slot, &r.bundle, &r.path, &r.hash, r.compiled);
-            if !nav {
-                self.index.set_doc_len(slot, r.len);
+            if !r.compiled.nav {
+                self.index.set_doc_len(r.slot, r.len);
             }
+            docs.push((r.slot, r.bundle, r.path, r.hash, r.compiled));
         }
+        self.model.fill(docs);
     }
 
     /// The search terms of the document in `slot` whose source is `text`.

@@ -448,6 +448,35 @@ impl SqliteStore {
         ))
     }
 
+    /// Reads the head and every document row in one snapshot, sending
+    /// the rows on in numbered batches; the channel closes when done.
+    fn read_rows(
+        &self,
+        to: std::sync::mpsc::Sender<(usize, Vec<RawRow>)>,
+    ) -> Result<Option<Head>, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        let head = Self::head_in(&tx)?;
+        {
+            let mut st = tx.prepare("SELECT slot, bundle, path, hash, compiled, len FROM docs")?;
+            let mut rows = st.query([])?;
+            let mut batch = Vec::with_capacity(LOAD_BATCH);
+            let mut n = 0;
+            while let Some(r) = rows.next()? {
+                batch.push(Self::row(r)?);
+                if batch.len() == LOAD_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(LOAD_BATCH));
+                    to.send((n, full))
+                        .map_err(|_| store_err(&self.path, "the rows' decoder stopped"))?;
+                    n += 1;
+                }
+            }
+            to.send((n, batch))
+                .map_err(|_| store_err(&self.path, "the rows' decoder stopped"))?;
+        }
+        tx.commit()?;
+        Ok(head)
+    }
+
     fn doc_row(&self, t: (u32, String, String, String, String, f64)) -> Result<DocRow, Error> {
         doc_row_at(&self.path, t)
     }
@@ -455,6 +484,9 @@ impl SqliteStore {
 
 /// A stored row as the read model loads it.
 type RawRow = (u32, String, String, String, String, f64);
+
+/// Rows a tenant's load hands to its decoding threads at a time.
+const LOAD_BATCH: usize = 1024;
 
 fn doc_row_at(path: &Path, t: RawRow) -> Result<DocRow, Error> {
     {
@@ -826,21 +858,39 @@ impl Storage for SqliteStore {
     }
 
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
-        let tx = self.conn.unchecked_transaction()?;
-        let head = Self::head_in(&tx)?;
-        let raw: Vec<_> = {
-            let mut st = tx.prepare("SELECT slot, bundle, path, hash, compiled, len FROM docs")?;
-            let rows = st.query_map([], Self::row)?;
-            rows.collect::<rusqlite::Result<_>>()?
-        };
-        tx.commit()?;
-        // Decoding is the larger part of opening a big tenant: both cores.
+        // Decoding is a large part of opening a big tenant: batches of
+        // rows are decoded on a second thread while this one reads on,
+        // then by both.
+        let (to_decode, batches) = std::sync::mpsc::channel::<(usize, Vec<RawRow>)>();
+        let batches = std::sync::Mutex::new(batches);
         let path = self.path.as_path();
-        use rayon::prelude::*;
-        let rows = raw
-            .into_par_iter()
-            .map(|t| doc_row_at(path, t))
-            .collect::<Result<Vec<_>, _>>()?;
+        let decode = || {
+            let mut out: Vec<(usize, Result<Vec<DocRow>, Error>)> = vec![];
+            loop {
+                let next = batches.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((i, raw)) = next else { break };
+                out.push((i, raw.into_iter().map(|t| doc_row_at(path, t)).collect()));
+            }
+            out
+        };
+        let (head, mut decoded) = std::thread::scope(|s| {
+            let helper = s.spawn(decode);
+            let read = self.read_rows(to_decode);
+            let mut decoded = decode();
+            if let Ok(theirs) = helper.join() {
+                decoded.extend(theirs);
+            }
+            read.map(|h| (h, decoded))
+        })?;
+        decoded.sort_unstable_by_key(|(i, _)| *i);
+        let total = decoded
+            .iter()
+            .map(|(_, r)| r.as_ref().map_or(0, Vec::len))
+            .sum();
+        let mut rows = Vec::with_capacity(total);
+        for (_, r) in decoded {
+            rows.extend(r?);
+        }
         Ok((head, rows))
     }
 

@@ -137,11 +137,11 @@ impl Compiled {
 
     /// Reads [`Compiled::encode`]'s form; `None` when it is not one.
     pub fn decode(s: &str) -> Option<Compiled> {
-        let mut lines = s.splitn(3, '\n');
+        let mut lines = split_at_byte(s, b'\n');
         let head = lines.next()?;
         let links = lines.next()?;
-        let sections = lines.next()?;
-        let mut f = head.split('\t');
+        let sections = lines.remainder()?;
+        let mut f = split_at_byte(head, b'\t');
         let nav = match f.next()? {
             "1" => true,
             "0" => false,
@@ -164,18 +164,16 @@ impl Compiled {
         let links = if links.is_empty() {
             vec![]
         } else {
-            links
-                .split('\u{1e}')
-                .map(|l| l.split('\u{1f}').map(str::to_string).collect())
+            split_at_byte(links, 0x1e)
+                .map(|l| split_at_byte(l, 0x1f).map(str::to_string).collect())
                 .collect()
         };
         let sections = if sections.is_empty() {
             vec![]
         } else {
-            sections
-                .split('\t')
+            split_at_byte(sections, b'\t')
                 .map(|x| {
-                    let mut p = x.split('\u{1f}');
+                    let mut p = split_at_byte(x, 0x1f);
                     Some(Section {
                         name: p.next()?.to_string(),
                         start: p.next()?.parse().ok()?,
@@ -197,6 +195,44 @@ impl Compiled {
             sections,
             keywords,
         })
+    }
+}
+
+/// The parts of `s` between occurrences of the ASCII byte `sep`, as
+/// `str::split` gives them: the stored form is read with it, many short
+/// fields per row, where finding a byte beats matching a `char`.
+fn split_at_byte(s: &str, sep: u8) -> ByteSplit<'_> {
+    ByteSplit { rest: Some(s), sep }
+}
+
+struct ByteSplit<'a> {
+    rest: Option<&'a str>,
+    sep: u8,
+}
+
+impl<'a> ByteSplit<'a> {
+    /// What is left, unsplit (`splitn`'s last part).
+    fn remainder(self) -> Option<&'a str> {
+        self.rest
+    }
+}
+
+impl<'a> Iterator for ByteSplit<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.rest?;
+        // `sep` is ASCII, so either side of it is a char boundary.
+        match rest.bytes().position(|b| b == self.sep) {
+            Some(i) => {
+                self.rest = Some(&rest[i + 1..]);
+                Some(&rest[..i])
+            }
+            None => {
+                self.rest = None;
+                Some(rest)
+            }
+        }
     }
 }
 

@@ -301,6 +301,82 @@ impl Model {
         slot
     }
 
+    /// Adds stored documents `(slot, bundle, path, hash, compiled)` at
+    /// their slots, as [`Model::upsert_at`] one by one would, without
+    /// copying their strings: what a store's first load does. An empty
+    /// model is filled in bulk (a bundle's paths sorted once, not
+    /// inserted one by one); a slot or path given twice, or a model that
+    /// holds documents already, takes the one-by-one way.
+    pub fn fill(&mut self, docs: Vec<(u32, String, String, String, Compiled)>) {
+        let order: Vec<u32> = docs.iter().map(|d| d.0).collect();
+        let unique = {
+            let mut slots = order.clone();
+            slots.sort_unstable();
+            slots.windows(2).all(|w| w[0] != w[1])
+        };
+        if !self.entries.is_empty() || !unique {
+            self.upsert_each(docs);
+            return;
+        }
+        let len = order.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
+        let mut entries: Vec<Option<Entry>> = Vec::with_capacity(len);
+        entries.resize_with(len, || None);
+        let mut by_bundle: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
+        for (slot, bundle, path, hash, compiled) in docs {
+            let paths = match by_bundle.get_mut(&bundle) {
+                Some(p) => p,
+                None => by_bundle.entry(bundle.clone()).or_default(),
+            };
+            paths.push((path.clone(), slot));
+            entries[slot as usize] = Some(Entry {
+                bundle,
+                path,
+                hash,
+                compiled,
+                id: String::new(),
+                local: String::new(),
+            });
+        }
+        let mut bundles = BTreeMap::new();
+        for (name, paths) in by_bundle {
+            let n = paths.len();
+            let docs: BTreeMap<String, u32> = paths.into_iter().collect();
+            if docs.len() != n {
+                // A path given twice: one by one, in the order given (the
+                // last wins).
+                let docs = order
+                    .iter()
+                    .filter_map(|&s| {
+                        let e = entries[s as usize].take()?;
+                        Some((s, e.bundle, e.path, e.hash, e.compiled))
+                    })
+                    .collect();
+                self.upsert_each(docs);
+                return;
+            }
+            bundles.insert(
+                name,
+                BundleState {
+                    docs,
+                    digest: [0; 32],
+                },
+            );
+        }
+        self.dirty.extend(bundles.keys().cloned());
+        self.bundles = bundles;
+        self.concepts = entries.iter().flatten().filter(|e| e.is_concept()).count();
+        self.free = (0..len as u32)
+            .filter(|&s| entries[s as usize].is_none())
+            .collect();
+        self.entries = entries;
+    }
+
+    fn upsert_each(&mut self, docs: Vec<(u32, String, String, String, Compiled)>) {
+        for (slot, bundle, path, hash, compiled) in docs {
+            self.upsert_at(slot, &bundle, &path, &hash, compiled);
+        }
+    }
+
     /// Removes a document; returns its slot and entry.
     pub fn remove(&mut self, bundle: &str, path: &str) -> Option<(u32, Entry)> {
         let slot = self.bundles.get_mut(bundle)?.docs.remove(path)?;
