@@ -21,8 +21,10 @@ use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-/// Most document texts a tenant keeps between calls.
-const TEXT_CACHE: usize = 256;
+/// Most bytes of document texts a tenant keeps between calls: the texts of
+/// a few thousand typical concepts, which the hits of an agent's searches
+/// come back to (their passages are found in them).
+const TEXT_CACHE_BYTES: usize = 8 << 20;
 
 /// Most idle read connections a tenant keeps open.
 const IDLE_READERS: usize = 4;
@@ -117,7 +119,14 @@ pub(crate) struct StoreKb {
     state: RwLock<Loaded>,
     /// Recently read document texts by content hash (contents never
     /// change under a hash).
-    texts: Mutex<HashMap<String, Arc<str>>>,
+    texts: Mutex<TextCache>,
+}
+
+/// Document texts by content hash, and their bytes.
+#[derive(Default)]
+struct TextCache {
+    texts: HashMap<String, Arc<str>>,
+    bytes: usize,
 }
 
 /// A read connection borrowed from the pool; it goes back when dropped.
@@ -183,7 +192,7 @@ impl StoreKb {
             writer: Mutex::new(None),
             readers: Mutex::new(vec![]),
             state: RwLock::new(Loaded::default()),
-            texts: Mutex::new(HashMap::new()),
+            texts: Mutex::new(TextCache::default()),
         }
     }
 
@@ -215,7 +224,7 @@ impl StoreKb {
 
     /// A document's text, from the cache or read through `conn`.
     fn text(&self, conn: &dyn Storage, e: &Entry) -> Option<Arc<str>> {
-        if let Some(t) = lock(&self.texts).get(&e.hash) {
+        if let Some(t) = lock(&self.texts).texts.get(&e.hash) {
             return Some(t.clone());
         }
         let bytes = conn.blob(&e.hash).ok()??;
@@ -231,7 +240,7 @@ impl StoreKb {
             entries
                 .iter()
                 .map(|e| e.hash.as_str())
-                .filter(|h| !texts.contains_key(*h))
+                .filter(|h| !texts.texts.contains_key(*h))
                 .collect()
         };
         wanted.sort_unstable();
@@ -254,11 +263,18 @@ impl StoreKb {
     /// Caches texts read from the store; the cache starts over when they
     /// would not fit, never dropping texts it is given.
     fn keep(&self, read: Vec<(String, Arc<str>)>) {
-        let mut texts = lock(&self.texts);
-        if texts.len() + read.len() > TEXT_CACHE {
-            texts.clear();
+        let mut cache = lock(&self.texts);
+        let adding: usize = read.iter().map(|(_, t)| t.len()).sum();
+        if cache.bytes + adding > TEXT_CACHE_BYTES {
+            cache.texts.clear();
+            cache.bytes = 0;
         }
-        texts.extend(read);
+        for (hash, text) in read {
+            let len = text.len();
+            if cache.texts.insert(hash, text).is_none() {
+                cache.bytes += len;
+            }
+        }
     }
 
     /// Runs `f` over the current model (with the postings of `query`'s

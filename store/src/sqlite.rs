@@ -424,17 +424,15 @@ impl SqliteStore {
     }
 
     fn head_in(conn: &Connection) -> rusqlite::Result<Option<Head>> {
-        conn.query_row(
-            "SELECT seq, revision FROM revisions ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| {
+        // Asked before every read: the statement is prepared once.
+        conn.prepare_cached("SELECT seq, revision FROM revisions ORDER BY seq DESC LIMIT 1")?
+            .query_row([], |r| {
                 Ok(Head {
                     seq: r.get(0)?,
                     revision: r.get(1)?,
                 })
-            },
-        )
-        .optional()
+            })
+            .optional()
     }
 
     fn row(r: &rusqlite::Row) -> rusqlite::Result<(u32, String, String, String, String, f64)> {
@@ -928,6 +926,21 @@ impl Storage for SqliteStore {
             .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
             .query_row([hash], |r| r.get(0))
             .optional()?)
+    }
+
+    fn blobs(&self, hashes: &[&str]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        // One read transaction for all: the WAL's shared lock is taken
+        // once, not per text.
+        let tx = self.conn.unchecked_transaction()?;
+        let out = {
+            let mut st = tx.prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?;
+            hashes
+                .iter()
+                .map(|h| st.query_row([h], |r| r.get(0)).optional())
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        tx.commit()?;
+        Ok(out)
     }
 
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {
