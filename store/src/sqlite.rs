@@ -457,19 +457,19 @@ impl SqliteStore {
         {
             let mut st = tx.prepare("SELECT slot, bundle, path, hash, compiled, len FROM docs")?;
             let mut rows = st.query([])?;
-            let mut batch = Vec::with_capacity(LOAD_BATCH);
-            let mut n = 0;
-            while let Some(r) = rows.next()? {
-                batch.push(Self::row(r)?);
-                if batch.len() == LOAD_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(LOAD_BATCH));
-                    to.send((n, full))
-                        .map_err(|_| store_err(&self.path, "the rows' decoder stopped"))?;
-                    n += 1;
+            for n in 0.. {
+                let mut batch = Vec::with_capacity(LOAD_BATCH);
+                while batch.len() < LOAD_BATCH {
+                    let Some(r) = rows.next()? else { break };
+                    batch.push(Self::row(r)?);
+                }
+                let last = batch.len() < LOAD_BATCH;
+                to.send((n, batch))
+                    .map_err(|_| store_err(&self.path, "the rows' decoder stopped"))?;
+                if last {
+                    break;
                 }
             }
-            to.send((n, batch))
-                .map_err(|_| store_err(&self.path, "the rows' decoder stopped"))?;
         }
         tx.commit()?;
         Ok(head)
@@ -921,11 +921,7 @@ impl Storage for SqliteStore {
     }
 
     fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self
-            .conn
-            .prepare_cached("SELECT bytes FROM blobs WHERE hash = ?1")?
-            .query_row([hash], |r| r.get(0))
-            .optional()?)
+        Ok(self.blobs(&[hash])?.pop().flatten())
     }
 
     fn blobs(&self, hashes: &[&str]) -> Result<Vec<Option<Vec<u8>>>, Error> {

@@ -170,7 +170,7 @@ fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>),
         let mut next = vec![];
         for (dir, rel, listing) in listed {
             out.dirs.push(dir);
-            let mut listing = match listing {
+            let listing = match listing {
                 Ok(l) => l,
                 Err(e) if rel.is_empty() => {
                     return Err(Error::BundleUnreadable(root.to_path_buf(), e))
@@ -189,7 +189,7 @@ fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>),
                     at: at.clone(),
                 });
             }
-            next.extend(std::mem::take(&mut listing.dirs));
+            next.extend(listing.dirs);
             listings.push(listing.files);
         }
         level = next;

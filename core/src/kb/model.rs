@@ -308,13 +308,17 @@ impl Model {
     /// inserted one by one); a slot or path given twice, or a model that
     /// holds documents already, takes the one-by-one way.
     pub fn fill(&mut self, docs: Vec<(u32, String, String, String, Compiled)>) {
+        if !self.entries.is_empty() {
+            self.upsert_each(docs);
+            return;
+        }
         let order: Vec<u32> = docs.iter().map(|d| d.0).collect();
         let unique = {
             let mut slots = order.clone();
             slots.sort_unstable();
             slots.windows(2).all(|w| w[0] != w[1])
         };
-        if !self.entries.is_empty() || !unique {
+        if !unique {
             self.upsert_each(docs);
             return;
         }
