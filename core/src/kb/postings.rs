@@ -85,7 +85,8 @@ impl Postings {
         Some(self.tf_at(i))
     }
 
-    fn tf_at(&self, i: usize) -> f32 {
+    /// The tf of the `i`-th posting (in slot order).
+    pub fn tf_at(&self, i: usize) -> f32 {
         match self.tfs[i] {
             WIDE => self.wide_tf(self.slots[i]),
             b => f32::from(b),

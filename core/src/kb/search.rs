@@ -6,6 +6,8 @@
 //! Everything here is deterministic: equal scores break on the document id,
 //! and scores are accumulated in query-term order.
 
+mod maxscore;
+
 pub use super::analyze::{query_terms, tokenize, tokens};
 use super::postings::Postings;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -118,18 +120,6 @@ impl<'a> Reader<'a> {
 // ---------------------------------------------------------------------------
 // BM25 index
 // ---------------------------------------------------------------------------
-
-thread_local! {
-    /// The dense score accumulator of this thread's searches.
-    static DENSE: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The score accumulator of this thread's pruned searches, all zeros
-    /// between them: a search clears only the entries it touched.
-    static ZEROED: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Use a dense score array when the candidate bound is at least
-/// `slots / DENSE_RATIO`; a hash map otherwise.
-const DENSE_RATIO: usize = 16;
 
 /// An Okapi BM25 index over documents identified by caller-chosen slots.
 #[derive(Debug, Clone, Default)]
@@ -527,8 +517,19 @@ impl Index {
         keep: &dyn Fn(u32) -> bool,
         id_of: &dyn Fn(u32) -> &'a str,
     ) -> Vec<(u32, f64)> {
+        self.rank_scoring(terms, k, keep, id_of).0
+    }
+
+    /// [`Index::rank_terms`], and how many documents it scored in full.
+    fn rank_scoring<'a>(
+        &self,
+        terms: &[String],
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+        id_of: &dyn Fn(u32) -> &'a str,
+    ) -> (Vec<(u32, f64)>, usize) {
         if k == 0 || self.n == 0 {
-            return Vec::new();
+            return (Vec::new(), 0);
         }
         let lists: Vec<&Postings> = terms
             .iter()
@@ -536,133 +537,14 @@ impl Index {
             .filter(|l| !l.is_empty())
             .collect();
         if lists.is_empty() {
-            return Vec::new();
+            return (Vec::new(), 0);
         }
-        let lens = self.lens.as_slice();
         let (c0, c1) = self.norm_parts();
         let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
-        let idf = |list: &Postings| self.idf(list.len());
+        let idfs: Vec<f64> = lists.iter().map(|l| self.idf(l.len())).collect();
         let mut top = TopK::new(k, keep, id_of);
-        // Scores accumulate term by term in query order; postings of slots
-        // without a registered length are ignored.
-        let bound: usize = lists.iter().map(|l| l.len()).sum();
-        if bound.saturating_mul(DENSE_RATIO) >= lens.len() {
-            let n = lens.len();
-            // The accumulator is reused from search to search: a fresh one
-            // of a large tenant's size is an allocation the allocator
-            // hands back to the system each time (page faults, and a TLB
-            // flush on every core).
-            let idfs: Vec<f64> = lists.iter().map(|l| idf(l)).collect();
-            if let Some(essential) = self.essential_lists(&lists, &idfs, k, keep, score) {
-                let scored = ZEROED.with(|cell| {
-                    let mut acc = cell.borrow_mut();
-                    if acc.len() < lens.len() {
-                        acc.resize(lens.len(), 0.0);
-                    }
-                    score_candidates(&lists, &idfs, &essential, lens, score, &mut acc)
-                });
-                for (slot, s) in scored {
-                    if s > 0.0 && s >= top.floor && self.present[slot as usize] {
-                        top.offer(slot, s);
-                    }
-                }
-                return top.finish();
-            }
-            DENSE.with(|cell| {
-                let mut acc = cell.borrow_mut();
-                acc.clear();
-                acc.resize(n, 0.0);
-                for (list, &idf) in lists.iter().zip(&idfs) {
-                    for (slot, tf) in list.iter() {
-                        let i = slot as usize;
-                        if i < n {
-                            acc[i] += score(idf, tf, lens[i]);
-                        }
-                    }
-                }
-                for (i, &s) in acc.iter().enumerate() {
-                    if s > 0.0 && s >= top.floor && self.present[i] {
-                        top.offer(i as u32, s);
-                    }
-                }
-            });
-        } else {
-            let mut acc: FxHashMap<u32, f64> =
-                FxHashMap::with_capacity_and_hasher(bound, Default::default());
-            for list in &lists {
-                let idf = idf(list);
-                for (slot, tf) in list.iter() {
-                    if let Some(&len) = lens.get(slot as usize) {
-                        *acc.entry(slot).or_insert(0.0) += score(idf, tf, len);
-                    }
-                }
-            }
-            for (slot, s) in acc {
-                if s > 0.0 && s >= top.floor && self.present[slot as usize] {
-                    top.offer(slot, s);
-                }
-            }
-        }
-        top.finish()
-    }
-}
-
-impl Index {
-    /// Which of a query's posting lists must be scored in full (MaxScore):
-    /// no document can score more than `idf·(k1+1)` from one term, so when
-    /// the bounds of the commonest terms add up to less than a score some
-    /// `k` kept documents already reach through one term alone, a document
-    /// holding only those terms cannot rank in the top `k`, and those lists
-    /// are read only for the documents of the others. `None` when nothing
-    /// can be skipped that way. The lower bound comes from the shortest
-    /// lists, read while they hold at most a quarter of all postings (and
-    /// at most [`SEED_POSTINGS`]).
-    fn essential_lists(
-        &self,
-        lists: &[&Postings],
-        idfs: &[f64],
-        k: usize,
-        keep: &dyn Fn(u32) -> bool,
-        score: impl Fn(f64, f32, f32) -> f64,
-    ) -> Option<Vec<bool>> {
-        if lists.len() < 2 {
-            return None;
-        }
-        let budget = (lists.iter().map(|l| l.len()).sum::<usize>() / 4).min(SEED_POSTINGS);
-        let mut by_len: Vec<usize> = (0..lists.len()).collect();
-        by_len.sort_by_key(|&j| lists[j].len());
-        // Single-term scores of the shortest lists' documents: each is a
-        // lower bound of its document's final score, as every term adds a
-        // non-negative part.
-        let mut seen: Vec<(f64, u32)> = Vec::new();
-        for &j in &by_len {
-            if seen.len() >= k || seen.len() + lists[j].len() > budget {
-                break;
-            }
-            for (slot, tf) in lists[j].iter() {
-                let i = slot as usize;
-                if self.present.get(i).copied().unwrap_or(false) {
-                    seen.push((score(idfs[j], tf, self.lens[i]), slot));
-                }
-            }
-        }
-        let kth = kth_kept(&mut seen, k, keep)?;
-        // A margin far above rounding: sums of bounds and of scores may be
-        // added in different orders.
-        let floor = kth * (1.0 - 1e-9);
-        let mut by_bound: Vec<usize> = (0..lists.len()).collect();
-        by_bound.sort_by(|&a, &b| idfs[a].total_cmp(&idfs[b]));
-        let mut essential = vec![true; lists.len()];
-        let mut skipped = 0.0;
-        for j in by_bound {
-            let bound = idfs[j] * (K1 + 1.0);
-            if skipped + bound >= floor {
-                break;
-            }
-            skipped += bound;
-            essential[j] = false;
-        }
-        essential.contains(&false).then_some(essential)
+        let scored = maxscore::rank(&lists, &idfs, &self.lens, &self.present, score, &mut top);
+        (top.finish(), scored)
     }
 }
 
@@ -684,89 +566,6 @@ fn gone_terms<'a>(old: &'a DocTerms, new: Option<&'a DocTerms>) -> impl Iterator
 /// Slots [`Index::drop_postings_of`] finds by binary search in each list
 /// rather than by a pass over every posting.
 const PROBED_SLOTS: usize = 16;
-
-/// Postings read at most to find the score some `k` documents reach.
-const SEED_POSTINGS: usize = 4096;
-
-/// The `k`-th best score of distinct kept documents among `seen`
-/// (score, slot) pairs, a document possibly listed more than once; `None`
-/// when there are fewer. `keep` is asked only of the best ones.
-fn kth_kept(seen: &mut [(f64, u32)], k: usize, keep: &dyn Fn(u32) -> bool) -> Option<f64> {
-    if seen.len() < k {
-        return None;
-    }
-    let best_first = |a: &(f64, u32), b: &(f64, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    // The best few first; all of them when those hold too few kept ones.
-    let head = (4 * k).min(seen.len());
-    seen.select_nth_unstable_by(head - 1, best_first);
-    if let Some(s) = kth_of_sorted(&mut seen[..head], k, keep, best_first) {
-        return Some(s);
-    }
-    // The best few held too few kept documents: look at all of them.
-    if head < seen.len() {
-        return kth_of_sorted(seen, k, keep, best_first);
-    }
-    None
-}
-
-/// [`kth_kept`] over `seen` once sorted best first.
-fn kth_of_sorted(
-    seen: &mut [(f64, u32)],
-    k: usize,
-    keep: &dyn Fn(u32) -> bool,
-    order: impl Fn(&(f64, u32), &(f64, u32)) -> std::cmp::Ordering,
-) -> Option<f64> {
-    seen.sort_unstable_by(order);
-    let mut kept: Vec<u32> = Vec::with_capacity(k);
-    for &(s, slot) in seen.iter() {
-        if !kept.contains(&slot) && keep(slot) {
-            kept.push(slot);
-            if kept.len() == k {
-                return Some(s);
-            }
-        }
-    }
-    None
-}
-
-/// Scores, term by term in query order as a full pass does, only the
-/// documents of the essential lists (see [`Index::essential_lists`]): the
-/// other lists count for those documents alone. `acc` is all zeros, at
-/// least as long as `lens`, and is left so.
-fn score_candidates(
-    lists: &[&Postings],
-    idfs: &[f64],
-    essential: &[bool],
-    lens: &[f32],
-    score: impl Fn(f64, f32, f32) -> f64,
-    acc: &mut [f64],
-) -> Vec<(u32, f64)> {
-    let n = lens.len().min(acc.len());
-    let mut flags = vec![0u64; n.div_ceil(64)];
-    let flagged = |flags: &[u64], i: usize| flags[i >> 6] >> (i & 63) & 1 == 1;
-    let mut candidates = Vec::new();
-    for (list, _) in lists.iter().zip(essential).filter(|(_, e)| **e) {
-        for &slot in list.slots() {
-            let i = slot as usize;
-            if i < n && !flagged(&flags, i) {
-                flags[i >> 6] |= 1 << (i & 63);
-                candidates.push(slot);
-            }
-        }
-    }
-    for ((list, &idf), &all) in lists.iter().zip(idfs).zip(essential) {
-        for (slot, tf) in list.iter() {
-            let i = slot as usize;
-            if i < n && (all || flagged(&flags, i)) {
-                acc[i] += score(idf, tf, lens[i]);
-            }
-        }
-    }
-    candidates
-        .into_iter()
-        .map(|slot| (slot, std::mem::take(&mut acc[slot as usize])))
-        .collect()
-}
 
 /// A posting's BM25 score: idf·tf(k1+1) / (tf + norm).
 fn bm25(idf: f64, tf: f32, norm: f64) -> f64 {
@@ -1377,6 +1176,35 @@ mod tests {
             .collect()
     }
 
+    /// Every document holding a query term, scored by a full pass (each
+    /// term's parts added in query order) and sorted in rank order.
+    fn naive_rank<'a>(
+        ix: &Index,
+        q: &str,
+        keep: &dyn Fn(u32) -> bool,
+        id_of: &dyn Fn(u32) -> &'a str,
+    ) -> Vec<(u32, f64)> {
+        let (c0, c1) = ix.norm_parts();
+        let mut acc: FxHashMap<u32, f64> = FxHashMap::default();
+        for t in query_terms(q) {
+            let Some(list) = ix.postings.get(t.as_str()).filter(|l| !l.is_empty()) else {
+                continue;
+            };
+            let idf = ix.idf(list.len());
+            for (slot, tf) in list.iter() {
+                let len = ix.lens[slot as usize];
+                *acc.entry(slot).or_insert(0.0) += bm25(idf, tf, c0 + c1 * f64::from(len));
+            }
+        }
+        let mut all: Vec<(u32, f64, &str)> = acc
+            .into_iter()
+            .filter(|&(slot, s)| s > 0.0 && ix.present[slot as usize] && keep(slot))
+            .map(|(slot, s)| (slot, s, id_of(slot)))
+            .collect();
+        all.sort_by(rank_order);
+        all.into_iter().map(|(slot, s, _)| (slot, s)).collect()
+    }
+
     #[test]
     fn skipping_common_terms_keeps_the_exact_top_k() {
         let docs = zipf_docs(7, 3000, 3000);
@@ -1402,23 +1230,22 @@ mod tests {
             let odd = |s: u32| s % 2 == 1;
             let id_of = |s: u32| ids[s as usize].as_str();
             for keep in [&all as &dyn Fn(u32) -> bool, &odd] {
-                let full = ix.rank(&q, usize::MAX, keep, &id_of);
+                let full = naive_rank(&ix, &q, keep, &id_of);
+                assert_eq!(ix.rank(&q, usize::MAX, keep, &id_of), full, "{q:?}");
                 for k in [1, 3, 8, 20, 50] {
                     let want = &full[..k.min(full.len())];
                     let got = ix.rank(&q, k, keep, &id_of);
                     // Bit-identical scores: the same sums in the same order.
                     assert_eq!(got, want, "{q:?} k={k}");
                 }
+                // Documents holding any of the query's terms, and those
+                // scored in full for the top 8.
                 let terms = query_terms(&q);
-                let lists: Vec<&Postings> = terms
-                    .iter()
-                    .filter_map(|t| ix.postings.get(t.as_str()))
-                    .collect();
-                let idfs: Vec<f64> = lists.iter().map(|l| ix.idf(l.len())).collect();
-                let (c0, c1) = ix.norm_parts();
-                let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
+                let holding = ix.rank_scoring(&terms, usize::MAX, keep, &id_of).1;
+                let scored = ix.rank_scoring(&terms, 8, keep, &id_of).1;
+                assert!(scored <= holding, "{q:?}");
                 asked += 1;
-                if ix.essential_lists(&lists, &idfs, 8, keep, score).is_some() {
+                if scored < holding / 2 {
                     skipped += 1;
                 }
             }
