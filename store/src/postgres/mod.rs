@@ -135,6 +135,9 @@ fn info_row(r: &Row) -> RevisionInfo {
 
 const DOC_COLUMNS: &str = "slot, bundle, path, hash, compiled, len";
 
+/// Document rows a load decodes at a time.
+const LOAD_BATCH: usize = 1024;
+
 impl PgStore {
     /// Opens `tenant` over `url`, running migrations first. With `create`,
     /// a missing tenant is created; without, it is an error naming it.
@@ -324,17 +327,35 @@ impl Storage for PgStore {
         Ok(head)
     }
 
+    /// The rows stream in and are decoded [`LOAD_BATCH`] at a time, so a
+    /// large tenant's load never holds all of its rows twice (as sent and
+    /// as decoded).
     fn load(&self) -> Result<(Option<Head>, Vec<DocRow>), Error> {
-        let (head, rows) = self.in_snapshot(|tx, head| {
-            let sql = format!("SELECT {DOC_COLUMNS} FROM okfit_docs WHERE tenant = $1");
-            Ok((head, tx.query(&sql, &[&self.id]).map_err(pg_err)?))
-        })?;
+        use postgres::fallible_iterator::FallibleIterator;
         use rayon::prelude::*;
-        let rows = rows
-            .par_iter()
-            .map(|r| doc_row(&self.tenant, r))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((head, rows))
+        self.in_snapshot(|tx, head| {
+            let sql = format!("SELECT {DOC_COLUMNS} FROM okfit_docs WHERE tenant = $1");
+            let id: &(dyn postgres::types::ToSql + Sync) = &self.id;
+            let mut rows = tx.query_raw(&sql, [id]).map_err(pg_err)?;
+            let mut decoded = vec![];
+            let mut batch = Vec::with_capacity(LOAD_BATCH);
+            loop {
+                let next = rows.next().map_err(pg_err)?;
+                let done = next.is_none();
+                batch.extend(next);
+                if batch.len() == LOAD_BATCH || done {
+                    let run = batch
+                        .par_iter()
+                        .map(|r| doc_row(&self.tenant, r))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    decoded.extend(run);
+                    batch.clear();
+                }
+                if done {
+                    return Ok((head, decoded));
+                }
+            }
+        })
     }
 
     fn changed_since(&self, seq: i64) -> Result<Changed, Error> {
