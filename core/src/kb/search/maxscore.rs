@@ -105,26 +105,33 @@ pub(super) fn rank(
     top: &mut TopK<'_, '_>,
 ) -> usize {
     let mut c = Cursors::new(lists, idfs);
-    let mut tfs: Vec<Option<f32>> = vec![None; lists.len()];
+    // Each list's part of the candidate's score (`None`: not holding the
+    // term, or not looked up).
+    let mut parts: Vec<Option<f64>> = vec![None; lists.len()];
     let mut scored = 0;
     while let Some(d) = c.next_candidate() {
         let i = d as usize;
+        // A slot without a length or a document is passed over.
+        let len = lens
+            .get(i)
+            .copied()
+            .filter(|_| present.get(i) == Some(&true));
         // The essential lists' parts, their cursors moved past `d`.
-        let (len, here) = (lens.get(i).copied(), present.get(i).copied());
         let mut partial = 0.0;
         for e in c.skip..c.order.len() {
             let j = c.order[e];
-            tfs[j] = None;
+            parts[j] = None;
             if c.lists[j].slots().get(c.pos[j]) == Some(&d) {
                 let tf = c.lists[j].tf_at(c.pos[j]);
                 c.pos[j] += 1;
-                tfs[j] = Some(tf);
                 if let Some(len) = len {
-                    partial += score(idfs[j], tf, len);
+                    let part = score(idfs[j], tf, len);
+                    parts[j] = Some(part);
+                    partial += part;
                 }
             }
         }
-        let Some(len) = len.filter(|_| here == Some(true)) else {
+        let Some(len) = len else {
             continue;
         };
         // The non-essential lists, largest bound first, while they can
@@ -137,21 +144,15 @@ pub(super) fn rank(
                 break;
             }
             let j = c.order[e];
-            tfs[j] = c.seek(j, d);
-            if let Some(tf) = tfs[j] {
-                partial += score(idfs[j], tf, len);
-            }
+            parts[j] = c.seek(j, d).map(|tf| score(idfs[j], tf, len));
+            partial += parts[j].unwrap_or(0.0);
         }
         if !reachable {
             continue;
         }
         scored += 1;
-        let mut s = 0.0;
-        for (tf, &idf) in tfs.iter().zip(idfs) {
-            if let Some(tf) = *tf {
-                s += score(idf, tf, len);
-            }
-        }
+        // The exact score: the parts added in query order.
+        let s = parts.iter().flatten().fold(0.0, |s, p| s + p);
         if s > 0.0 && s >= top.floor {
             top.offer(d, s);
             c.raise(top.floor * (1.0 - MARGIN));
