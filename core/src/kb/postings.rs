@@ -134,11 +134,18 @@ impl Postings {
     /// would otherwise double the memory of each common word's list on the
     /// first document written after the warm-up.
     fn grow(&mut self) {
+        self.make_room(1);
+    }
+
+    /// Makes room for `extra` more postings, growing as [`Postings::grow`]
+    /// says when the buffers are full.
+    fn make_room(&mut self, extra: usize) {
         let n = self.slots.len();
-        if n < self.slots.capacity() && n < self.tfs.capacity() {
+        if n + extra <= self.slots.capacity().min(self.tfs.capacity()) {
             return;
         }
-        let more = if n < SMALL { n.max(4) } else { n / 8 };
+        let slack = if n < SMALL { n.max(4) } else { n / 8 };
+        let more = extra.max(slack);
         self.slots.reserve_exact(more);
         self.tfs.reserve_exact(more);
     }
@@ -157,59 +164,107 @@ impl Postings {
         true
     }
 
-    /// Applies `edits` in one pass over the list: each `(slot, Some(tf))`
-    /// puts the slot's posting in (replacing the one it has), each
+    /// Applies `edits` to the list in place: each `(slot, Some(tf))` puts
+    /// the slot's posting in (replacing the one it has), each
     /// `(slot, None)` takes it out. `edits` are in slot order, each slot
     /// once. `counted(slot, change)` hears of each posting added (+1) or
-    /// removed (-1). Many documents changed at once cost one copy of the
-    /// list rather than a shift of it per document.
+    /// removed (-1). Many documents changed at once cost one pass over the
+    /// list rather than a shift of it per document, and the list keeps its
+    /// buffer (growing it as [`Postings::grow`] does): a copy per merge
+    /// would leave each common word's old buffer behind as a hole the next,
+    /// longer copy does not fit, and a long-lived reader's memory would
+    /// climb with every batch of changes it is told of.
     pub fn merge(&mut self, edits: &[(u32, Option<f32>)], mut counted: impl FnMut(u32, i64)) {
-        let adds = edits.iter().filter(|(_, tf)| tf.is_some()).count();
-        let mut out = Postings::with_capacity(self.slots.len() + adds);
-        // Next posting and next wide tf of `self` not copied yet.
-        let (mut i, mut w) = (0, 0);
-        for &(slot, tf) in edits {
-            let end = i + self.slots[i..].partition_point(|&s| s < slot);
-            w = self.copy_into(&mut out, i..end, w);
-            i = end;
-            let had = self.slots.get(i) == Some(&slot);
-            if had {
-                i += 1;
-                if self.wide.get(w).is_some_and(|&(s, _)| s == slot) {
-                    w += 1;
-                }
-            }
-            match tf {
-                Some(tf) => {
-                    let b = byte(tf);
-                    out.slots.push(slot);
-                    out.tfs.push(b);
-                    if b == WIDE {
-                        out.wide.push((slot, tf));
-                    }
-                    if !had {
-                        counted(slot, 1);
-                    }
-                }
-                None if had => counted(slot, -1),
-                None => {}
-            }
+        let added = self.take_out(edits, &mut counted);
+        self.put_in(&added);
+        self.wide
+            .retain(|&(s, _)| edits.binary_search_by_key(&s, |&(e, _)| e).is_err());
+        let wide = edits
+            .iter()
+            .filter_map(|&(s, tf)| tf.filter(|&tf| byte(tf) == WIDE).map(|tf| (s, tf)));
+        let before = self.wide.len();
+        self.wide.extend(wide);
+        if self.wide.len() > before {
+            self.wide.sort_unstable_by_key(|&(s, _)| s);
         }
-        self.copy_into(&mut out, i..self.slots.len(), w);
-        *self = out;
     }
 
-    /// Appends the postings `run` to `out`, with their wide tfs (looked for
-    /// from `w` on); where the next wide tf is looked for after them.
-    fn copy_into(&self, out: &mut Postings, run: std::ops::Range<usize>, w: usize) -> usize {
-        let Some(&last) = self.slots[run.clone()].last() else {
-            return w;
-        };
-        out.slots.extend_from_slice(&self.slots[run.clone()]);
-        out.tfs.extend_from_slice(&self.tfs[run]);
-        let to = w + self.wide[w..].partition_point(|&(s, _)| s <= last);
-        out.wide.extend_from_slice(&self.wide[w..to]);
-        to
+    /// The forward half of [`Postings::merge`]: removes and re-weighs the
+    /// postings `edits` name, closing the gaps as it goes; the postings
+    /// new to the list, in slot order.
+    fn take_out(
+        &mut self,
+        edits: &[(u32, Option<f32>)],
+        counted: &mut impl FnMut(u32, i64),
+    ) -> Vec<(u32, f32)> {
+        let n = self.slots.len();
+        let mut added = vec![];
+        // Postings kept so far (`..keep`), and the next one not looked at.
+        let (mut keep, mut i) = (0, 0);
+        for &(slot, tf) in edits {
+            let end = i + self.slots[i..].partition_point(|&s| s < slot);
+            self.shift(i..end, keep);
+            keep += end - i;
+            i = end;
+            let had = self.slots.get(i) == Some(&slot);
+            match (had, tf) {
+                (true, Some(tf)) => {
+                    self.slots[keep] = slot;
+                    self.tfs[keep] = byte(tf);
+                    keep += 1;
+                    i += 1;
+                }
+                (true, None) => {
+                    counted(slot, -1);
+                    i += 1;
+                }
+                (false, Some(tf)) => {
+                    counted(slot, 1);
+                    added.push((slot, tf));
+                }
+                (false, None) => {}
+            }
+        }
+        self.shift(i..n, keep);
+        keep += n - i;
+        self.slots.truncate(keep);
+        self.tfs.truncate(keep);
+        added
+    }
+
+    /// Moves the postings `run` down to start at `to` (`to <= run.start`).
+    fn shift(&mut self, run: std::ops::Range<usize>, to: usize) {
+        if to != run.start {
+            self.slots.copy_within(run.clone(), to);
+            self.tfs.copy_within(run, to);
+        }
+    }
+
+    /// The backward half of [`Postings::merge`]: merges `added` (in slot
+    /// order, none in the list) in from the end, each kept posting moving
+    /// once.
+    fn put_in(&mut self, added: &[(u32, f32)]) {
+        if added.is_empty() {
+            return;
+        }
+        let len = self.slots.len();
+        let total = len + added.len();
+        self.make_room(added.len());
+        self.slots.resize(total, 0);
+        self.tfs.resize(total, 0);
+        // The kept postings not moved yet are `..read`; the next free
+        // place from the end is `write - 1`.
+        let (mut read, mut write) = (len, total);
+        for &(slot, tf) in added.iter().rev() {
+            let at = self.slots[..read].partition_point(|&s| s < slot);
+            let run = read - at;
+            self.slots.copy_within(at..read, write - run);
+            self.tfs.copy_within(at..read, write - run);
+            write -= run + 1;
+            read = at;
+            self.slots[write] = slot;
+            self.tfs[write] = byte(tf);
+        }
     }
 
     /// Keeps only the postings of slots `keep` accepts.
@@ -326,6 +381,47 @@ mod tests {
         );
         assert_eq!(merged.wide, one.wide);
         assert_eq!(net, one.len() as i64 - before);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merging_matches_one_by_one_edits_anywhere_in_the_list(
+            held in proptest::collection::btree_map(0u32..400, 0u8..6, 0..120),
+            edits in proptest::collection::btree_map(0u32..420, proptest::option::of(0u8..6), 0..80),
+        ) {
+            // A tf of 0 stands for one that is not a whole number (kept wide).
+            let tf = |b: u8| if b == 0 { 0.25 } else { f32::from(b) };
+            let pairs: Vec<(u32, f32)> = held.iter().map(|(&s, &b)| (s, tf(b))).collect();
+            let edits: Vec<(u32, Option<f32>)> =
+                edits.iter().map(|(&s, b)| (s, b.map(tf))).collect();
+            let mut merged = Postings::from_pairs(pairs.clone());
+            let mut counted = vec![];
+            merged.merge(&edits, |s, by| counted.push((s, by)));
+            let mut one = Postings::from_pairs(pairs);
+            let mut expected = vec![];
+            for &(s, tf) in &edits {
+                let changed = match tf {
+                    Some(tf) => one.put(s, tf).then_some((s, 1)),
+                    None => one.remove(s).then_some((s, -1)),
+                };
+                expected.extend(changed);
+            }
+            proptest::prop_assert_eq!(merged.iter().collect::<Vec<_>>(), one.iter().collect::<Vec<_>>());
+            proptest::prop_assert_eq!(&merged.wide, &one.wide);
+            proptest::prop_assert_eq!(counted, expected);
+        }
+    }
+
+    #[test]
+    fn merging_keeps_the_buffer_while_it_has_room() {
+        let mut list = Postings::from_pairs((0..4_000).map(|s| (s * 2, 1.0)).collect());
+        list.make_room(100);
+        let at = list.slots.as_ptr();
+        let edits: Vec<(u32, Option<f32>)> = (0..50).map(|s| (s * 62 + 1, Some(2.0))).collect();
+        list.merge(&edits, |_, _| {});
+        assert_eq!(list.slots.as_ptr(), at);
+        assert_eq!(list.len(), 4_050);
+        assert!(list.slots.is_sorted());
     }
 
     #[test]
