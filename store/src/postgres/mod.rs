@@ -18,6 +18,7 @@
 //! without asking for the head each time.
 
 mod listen;
+mod pending;
 mod pool;
 mod schema;
 mod tls;
@@ -247,6 +248,42 @@ impl PgStore {
         Ok(r)
     }
 
+    /// The tenant's pending slots in slot order, each with its stored
+    /// terms (`None`: the slot is empty), as `c` sees them.
+    fn pending_in(
+        &self,
+        c: &mut impl GenericClient,
+    ) -> Result<Vec<(u32, Option<DocTerms>)>, Error> {
+        let rows = c
+            .query(
+                "SELECT p.slot, d.terms FROM okfit_pending p
+                   LEFT JOIN okfit_doc_terms d ON d.tenant = p.tenant AND d.slot = p.slot
+                  WHERE p.tenant = $1 ORDER BY p.slot",
+                &[&self.id],
+            )
+            .map_err(pg_err)?;
+        rows.iter()
+            .map(|r| {
+                let slot = r.get::<_, i32>(0) as u32;
+                let stored: Option<&[u8]> = r.get(1);
+                Ok((
+                    slot,
+                    stored.map(|b| self.decode_terms(slot, b)).transpose()?,
+                ))
+            })
+            .collect()
+    }
+
+    /// The stored terms of `slot`, decoded.
+    fn decode_terms(&self, slot: u32, bytes: &[u8]) -> Result<DocTerms, Error> {
+        DocTerms::decode(bytes).ok_or_else(|| {
+            Error::Store(format!(
+                "postgresql tenant {}: database corruption: unreadable terms of slot {slot}",
+                self.tenant
+            ))
+        })
+    }
+
     /// A read-only transaction that sees one snapshot.
     fn snapshot<'a>(c: &'a mut Client) -> Result<Transaction<'a>, Error> {
         c.build_transaction()
@@ -446,22 +483,43 @@ impl Storage for PgStore {
         // come back as two arrays in one row (a common word's tens of
         // thousands of rows would cost far more to send and decode one by
         // one), every term in one round trip.
+        // The pending slots come in the same statement (one snapshot), each
+        // as the negative row -1 - slot with its stored terms.
         let rows = self.client()?.query_prepared(
-            "SELECT q.i, x.slots, x.tfs FROM unnest($2::text[]) WITH ORDINALITY AS q(term, i)
+            "SELECT q.i, x.slots, x.tfs, NULL::BYTEA
+               FROM unnest($2::text[]) WITH ORDINALITY AS q(term, i)
              CROSS JOIN LATERAL (
                SELECT coalesce(array_agg(slot), '{}') AS slots, coalesce(array_agg(tf), '{}') AS tfs
                  FROM okfit_postings
-                WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = q.term)) x",
+                WHERE tenant = $1 AND term = (SELECT id FROM okfit_terms WHERE term = q.term)) x
+             UNION ALL
+             SELECT -1 - p.slot::BIGINT, NULL::INT[], NULL::REAL[], d.terms FROM okfit_pending p
+               LEFT JOIN okfit_doc_terms d ON d.tenant = p.tenant AND d.slot = p.slot
+              WHERE p.tenant = $1",
             &[&self.id, &terms],
         )?;
         let mut out = vec![vec![]; terms.len()];
+        let mut pending = vec![];
         for r in &rows {
             let i: i64 = r.try_get(0).map_err(pg_err)?;
+            if i < 0 {
+                let slot = (-1 - i) as u32;
+                let stored: Option<&[u8]> = r.try_get(3).map_err(pg_err)?;
+                pending.push((
+                    slot,
+                    stored.map(|b| self.decode_terms(slot, b)).transpose()?,
+                ));
+                continue;
+            }
             let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
             let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
             if let Some(list) = usize::try_from(i - 1).ok().and_then(|i| out.get_mut(i)) {
                 *list = slots.into_iter().map(|s| s as u32).zip(tfs).collect();
             }
+        }
+        pending.sort_unstable_by_key(|(s, _)| *s);
+        for (list, term) in out.iter_mut().zip(terms) {
+            pending::patch(list, term, &pending);
         }
         Ok(out)
     }
@@ -477,6 +535,25 @@ impl Storage for PgStore {
             // index puts a list in slot order should it not be. JIT
             // compiling the aggregate costs more than it saves.
             tx.batch_execute("SET LOCAL jit = off").map_err(pg_err)?;
+            let pending = self.pending_in(tx)?;
+            // The ids of the pending slots' terms, and which of them the
+            // postings rows list (the others get lists of their own).
+            let mut pending_terms: HashMap<i64, (String, bool)> = HashMap::new();
+            if !pending.is_empty() {
+                let names: Vec<&str> = pending
+                    .iter()
+                    .filter_map(|(_, t)| t.as_ref())
+                    .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str()))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                for r in tx
+                    .query("SELECT id, term FROM okfit_terms WHERE term = ANY($1)", &[&names])
+                    .map_err(pg_err)?
+                {
+                    pending_terms.insert(r.get(0), (r.get(1), false));
+                }
+            }
             let mut rows = tx
                 .query_raw(
                     "SELECT term, array_agg(slot), array_agg(tf) FROM okfit_postings
@@ -487,15 +564,36 @@ impl Storage for PgStore {
             while let Some(r) = rows.next().map_err(pg_err)? {
                 let slots: Vec<i32> = r.try_get(1).map_err(pg_err)?;
                 let tfs: Vec<f32> = r.try_get(2).map_err(pg_err)?;
-                count += slots.len();
+                let term: i64 = r.try_get(0).map_err(pg_err)?;
+                let mut pairs: Vec<(u32, f32)> =
+                    slots.into_iter().map(|s| s as u32).zip(tfs).collect();
+                if !pending.is_empty() {
+                    let name = pending_terms.get_mut(&term).map(|(n, seen)| {
+                        *seen = true;
+                        n.as_str()
+                    });
+                    pending::patch(&mut pairs, name.unwrap_or(""), &pending);
+                }
+                count += pairs.len();
                 if count > limit {
                     return Ok(None);
                 }
-                let list =
-                    Postings::from_pairs(slots.into_iter().map(|s| s as u32).zip(tfs).collect());
-                lists.push((r.try_get(0).map_err(pg_err)?, list));
+                if !pairs.is_empty() {
+                    lists.push((term, Postings::from_pairs(pairs)));
+                }
             }
             drop(rows);
+            for (term, (name, seen)) in &pending_terms {
+                if !seen {
+                    let mut pairs = vec![];
+                    pending::patch(&mut pairs, name, &pending);
+                    count += pairs.len();
+                    lists.push((*term, Postings::from_pairs(pairs)));
+                }
+            }
+            if count > limit {
+                return Ok(None);
+            }
             let ids: Vec<i64> = lists.iter().map(|(t, _)| *t).collect();
             let names: HashMap<i64, String> = tx
                 .query("SELECT id, term FROM okfit_terms WHERE id = ANY($1)", &[&ids])
@@ -551,6 +649,7 @@ impl Storage for PgStore {
             tx: &mut tx,
             prepared,
             id,
+            pending: 0,
         };
         write::blobs(&mut w, plan)?;
         write::docs(&mut w, plan)?;
@@ -574,6 +673,7 @@ impl Storage for PgStore {
             ],
         )?;
         write::changes(&mut w, seq, plan)?;
+        let pending = w.pending;
         let new_head = Head {
             seq,
             revision: revision.clone(),
@@ -583,6 +683,9 @@ impl Storage for PgStore {
         tx.commit().map_err(pg_err)?;
         self.pool.heads.learn(epoch, id, Some(new_head));
         self.term_ids.extend(fresh);
+        if pending >= pending::FOLD_AT {
+            pending::fold_later(&self.pool, id);
+        }
         if plan.upserts.len() + plan.deletes.len() >= VACUUM_AFTER {
             // Index-only scans of the postings need their pages marked
             // all-visible, which autovacuum would do only a minute or more
@@ -619,6 +722,7 @@ impl Storage for PgStore {
             tx: &mut tx,
             prepared,
             id,
+            pending: 0,
         };
         write::docs(&mut w, &plan)?;
         write::postings(&mut w, &mut terms, &plan)?;
@@ -680,8 +784,10 @@ impl Storage for PgStore {
         Ok(Some((v, more)))
     }
 
+    /// Folds every pending slot into the postings first.
     fn gc(&mut self, keep: usize) -> Result<(usize, usize), Error> {
         let id = self.id;
+        pending::fold(&self.pool, id)?;
         let mut c = self.client()?;
         let mut tx = c.transaction().map_err(pg_err)?;
         // Commits wait while old revisions go.

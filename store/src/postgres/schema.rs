@@ -32,6 +32,11 @@ CREATE TABLE okfit_changes(tenant BIGINT NOT NULL, seq BIGINT NOT NULL, bundle T
 -- pages as the term has documents.
 ALTER TABLE okfit_postings DROP CONSTRAINT okfit_postings_pkey,
   ADD CONSTRAINT okfit_postings_pkey PRIMARY KEY(tenant, term, slot) INCLUDE (tf);
+", "
+-- Slots whose postings rows a commit left to fold later, each with the
+-- terms its rows still hold (NULL: none); see store/src/postgres/pending.rs.
+CREATE TABLE okfit_pending(tenant BIGINT NOT NULL, slot INTEGER NOT NULL, posted BYTEA,
+  PRIMARY KEY(tenant, slot));
 "];
 
 /// The lock key migrations run under (any constant shared by replicas).

@@ -4,6 +4,7 @@
 //! into chunks that keep every statement's parameters far below the
 //! protocol's limits.
 
+use super::pending;
 use super::pool::{pg_err, Prepared};
 use crate::error::Error;
 use crate::progress::Task;
@@ -22,6 +23,9 @@ pub(super) struct Writing<'a, 't> {
     pub prepared: &'a mut Prepared,
     /// The tenant written.
     pub id: i64,
+    /// About how many of the tenant's slots are pending once this commit
+    /// lands (see [`pending::leave`]).
+    pub pending: i64,
 }
 
 impl Writing<'_, '_> {
@@ -91,7 +95,7 @@ impl<'a> Terms<'a> {
     /// the database lacks. The terms go in sorted, so two commits adding
     /// the same new terms take their locks in one order and never
     /// deadlock.
-    fn learn<'t>(
+    pub(super) fn learn<'t>(
         &mut self,
         w: &mut Writing<'_, '_>,
         terms: impl IntoIterator<Item = &'t str>,
@@ -116,6 +120,31 @@ impl<'a> Terms<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Looks up the ids of `terms` the database has, inserting none; true
+    /// when it has every one.
+    pub(super) fn look_up(
+        &mut self,
+        w: &mut Writing<'_, '_>,
+        terms: &[&str],
+    ) -> Result<bool, Error> {
+        let mut missing: Vec<&str> = terms
+            .iter()
+            .copied()
+            .filter(|t| !self.cache.contains_key(*t) && !self.fresh.contains_key(*t))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        for run in runs(&missing, |t| t.len()) {
+            for r in w.query(
+                "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
+                &[&run],
+            )? {
+                self.fresh.insert(r.get(1), r.get(0));
+            }
+        }
+        Ok(missing.iter().all(|t| self.fresh.contains_key(*t)))
     }
 
     /// The id of a term [`Terms::learn`] made known.
@@ -163,10 +192,10 @@ pub(super) fn blobs(w: &mut Writing<'_, '_>, plan: &CommitPlan) -> Result<(), Er
 
 /// How one slot's postings change: the terms it loses, and those it gains
 /// or whose frequency changes.
-struct SlotChange<'a> {
-    slot: i32,
-    gone: Vec<&'a str>,
-    put: Vec<(&'a str, f32)>,
+pub(super) struct SlotChange<'a> {
+    pub slot: i32,
+    pub gone: Vec<&'a str>,
+    pub put: Vec<(&'a str, f32)>,
 }
 
 /// Brings the postings and stored terms of every slot the commit touches
@@ -181,12 +210,25 @@ pub(super) fn postings(
     plan: &CommitPlan,
 ) -> Result<(), Error> {
     let last: Vec<(u32, Option<&DocTerms>)> = final_terms(plan).into_iter().collect();
+    postings_of_slots(w, terms, &last)
+}
+
+/// [`postings`] for the slots of `last` and their final terms.
+fn postings_of_slots(
+    w: &mut Writing<'_, '_>,
+    terms: &mut Terms<'_>,
+    last: &[(u32, Option<&DocTerms>)],
+) -> Result<(), Error> {
     terms.learn(
         w,
         last.iter()
             .filter_map(|(_, t)| *t)
             .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str())),
     )?;
+    if last.len() <= pending::SLOTS {
+        pending::leave(w, last)?;
+        return doc_terms(w, last);
+    }
     let task = Task::begin("writing search postings", Some(last.len() as u64));
     for run in last.chunks(SLOTS) {
         slot_postings(w, terms, run)?;
@@ -199,7 +241,9 @@ pub(super) fn postings(
 /// Slots whose postings are written together.
 const SLOTS: usize = 1_000;
 
-/// [`postings`] for one run of slots.
+/// [`postings`] for one run of slots: from what the postings hold for
+/// each (its stored terms, or, for a pending slot, the terms it was posted
+/// with) to its final terms; the run's slots are then pending no more.
 fn slot_postings(
     w: &mut Writing<'_, '_>,
     terms: &mut Terms<'_>,
@@ -207,12 +251,20 @@ fn slot_postings(
 ) -> Result<(), Error> {
     let id = w.id;
     let slots: Vec<i32> = run.iter().map(|(s, _)| *s as i32).collect();
+    // A fold of these slots elsewhere finishes first (or waits for this).
+    w.query(
+        "SELECT slot FROM okfit_pending WHERE tenant = $1 AND slot = ANY($2) ORDER BY slot FOR UPDATE",
+        &[&id, &slots],
+    )?;
     let mut old: HashMap<i32, DocTerms> = HashMap::new();
     for r in w.query(
-        "SELECT slot, terms FROM okfit_doc_terms WHERE tenant = $1 AND slot = ANY($2)",
+        "SELECT u.s, CASE WHEN p.slot IS NULL THEN d.terms ELSE p.posted END
+           FROM UNNEST($2::INT[]) AS u(s)
+           LEFT JOIN okfit_pending p ON p.tenant = $1 AND p.slot = u.s
+           LEFT JOIN okfit_doc_terms d ON d.tenant = $1 AND d.slot = u.s",
         &[&id, &slots],
     )? {
-        if let Some(t) = DocTerms::decode(r.get::<_, &[u8]>(1)) {
+        if let Some(t) = r.get::<_, Option<&[u8]>>(1).and_then(DocTerms::decode) {
             old.insert(r.get(0), t);
         }
     }
@@ -227,12 +279,27 @@ fn slot_postings(
             SlotChange { slot: s, gone, put }
         })
         .collect();
+    write_changes(w, terms, &changes)?;
+    w.execute(
+        "DELETE FROM okfit_pending WHERE tenant = $1 AND slot = ANY($2)",
+        &[&id, &slots],
+    )?;
+    Ok(())
+}
+
+/// Writes the postings rows `changes` remove, add and re-weigh.
+pub(super) fn write_changes(
+    w: &mut Writing<'_, '_>,
+    terms: &mut Terms<'_>,
+    changes: &[SlotChange<'_>],
+) -> Result<(), Error> {
+    let id = w.id;
     // The terms a slot loses are in the database already: learning them
     // inserts nothing and takes no lock.
     terms.learn(w, changes.iter().flat_map(|c| c.gone.iter().copied()))?;
     let (mut gone_slots, mut gone_terms) = (vec![], vec![]);
     let (mut put_slots, mut put_terms, mut put_tfs) = (vec![], vec![], vec![]);
-    for c in &changes {
+    for c in changes {
         for t in &c.gone {
             gone_slots.push(c.slot);
             gone_terms.push(terms.id(t)?);
@@ -266,7 +333,10 @@ fn slot_postings(
 }
 
 /// Stores each touched slot's final terms (or removes them).
-fn doc_terms(w: &mut Writing<'_, '_>, last: &[(u32, Option<&DocTerms>)]) -> Result<(), Error> {
+pub(super) fn doc_terms(
+    w: &mut Writing<'_, '_>,
+    last: &[(u32, Option<&DocTerms>)],
+) -> Result<(), Error> {
     let id = w.id;
     let emptied: Vec<i32> = last
         .iter()
