@@ -30,10 +30,25 @@ pub(super) const FOLD_AT: i64 = 64;
 /// Slots folded per transaction.
 const FOLD_RUN: i64 = 16;
 
+/// Pending slots past which commits write their postings at once again,
+/// so that writes faster than folds cannot make reads ever slower.
+const MOST: i64 = 256;
+
+/// Whether the tenant has room for more pending slots; sets `w.pending`
+/// to how many it has.
+pub(super) fn room(w: &mut Writing<'_, '_>) -> Result<bool, Error> {
+    let id = w.id;
+    let rows = w.query(
+        "SELECT count(*) FROM okfit_pending WHERE tenant = $1",
+        &[&id],
+    )?;
+    w.pending = rows.first().map_or(0, |r| r.get(0));
+    Ok(w.pending < MOST)
+}
+
 /// Marks the slots of `last` (in slot order) pending, recording for each
 /// slot not pending yet the terms its postings hold (its stored terms
-/// before this commit). Sets `w.pending` to about how many slots of the
-/// tenant are pending now.
+/// before this commit).
 pub(super) fn leave(
     w: &mut Writing<'_, '_>,
     last: &[(u32, Option<&DocTerms>)],
@@ -42,18 +57,15 @@ pub(super) fn leave(
     let slots: Vec<i32> = last.iter().map(|(s, _)| *s as i32).collect();
     // The no-op update locks a slot already pending, so a fold running now
     // finishes with it first (or waits for this commit).
-    let rows = w.query(
-        "WITH put AS (
-           INSERT INTO okfit_pending(tenant, slot, posted)
-             SELECT $1, u.s, d.terms FROM UNNEST($2::INT[]) AS u(s)
-               LEFT JOIN okfit_doc_terms d ON d.tenant = $1 AND d.slot = u.s
-              ORDER BY u.s
-           ON CONFLICT (tenant, slot) DO UPDATE SET posted = okfit_pending.posted
-           RETURNING 1)
-         SELECT (SELECT count(*) FROM put) + (SELECT count(*) FROM okfit_pending WHERE tenant = $1)",
+    let added = w.execute(
+        "INSERT INTO okfit_pending(tenant, slot, posted)
+           SELECT $1, u.s, d.terms FROM UNNEST($2::INT[]) AS u(s)
+             LEFT JOIN okfit_doc_terms d ON d.tenant = $1 AND d.slot = u.s
+            ORDER BY u.s
+         ON CONFLICT (tenant, slot) DO UPDATE SET posted = okfit_pending.posted",
         &[&id, &slots],
     )?;
-    w.pending = rows.first().map_or(0, |r| r.get(0));
+    w.pending += added as i64;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ pub(super) struct Writing<'a, 't> {
     /// The tenant written.
     pub id: i64,
     /// About how many of the tenant's slots are pending once this commit
-    /// lands (see [`pending::leave`]).
+    /// lands (see [`pending::room`]).
     pub pending: i64,
 }
 
@@ -225,7 +225,7 @@ fn postings_of_slots(
             .filter_map(|(_, t)| *t)
             .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str())),
     )?;
-    if last.len() <= pending::SLOTS {
+    if last.len() <= pending::SLOTS && pending::room(w)? {
         pending::leave(w, last)?;
         return doc_terms(w, last);
     }
