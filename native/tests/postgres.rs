@@ -576,6 +576,25 @@ fn single_writes_left_pending_answer_as_on_sqlite_before_and_after_folding() {
             same(&format!("after {} single writes", round + 1));
         }
     }
+    // One commit of 30 new documents: pending too.
+    let created: Vec<serde_json::Value> = (0..30)
+        .map(|i| {
+            serde_json::json!({"operation": "write", "bundle": "kb",
+                "path": format!("m{i:02}.md"), "content": note(i + 500, 7)})
+        })
+        .collect();
+    let batch = serde_json::json!({ "changes": created }).to_string();
+    for dsn in [&pg, &lite] {
+        sb.okfit(&["transact", "-c", dsn], Some(batch.as_bytes()))
+            .expect_code(0);
+    }
+    same("after a commit of 30 documents");
+    // An import bringing every document back to the folder's text: one
+    // commit of more than 64, over pending documents.
+    for dsn in [&pg, &lite] {
+        sb.okfit(&["import", &imp, "-c", dsn], None).expect_code(0);
+    }
+    same("after an import over pending documents");
     sb.okfit(&["gc", "--keep", "1000", "-c", &pg], None)
         .expect_code(0);
     same("after gc folded every pending document");

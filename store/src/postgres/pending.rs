@@ -20,8 +20,9 @@ use okfit_core::kb::search::DocTerms;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// A commit touching at most this many slots leaves their postings pending.
-pub(super) const SLOTS: usize = 8;
+/// A commit touching at most this many slots leaves their postings pending
+/// (while [`MOST`] allows).
+pub(super) const SLOTS: usize = 64;
 
 /// Pending slots from which the committing process folds them, in the
 /// background.
@@ -34,16 +35,16 @@ const FOLD_RUN: i64 = 16;
 /// so that writes faster than folds cannot make reads ever slower.
 const MOST: i64 = 256;
 
-/// Whether the tenant has room for more pending slots; sets `w.pending`
+/// Whether the tenant has room for `more` pending slots; sets `w.pending`
 /// to how many it has.
-pub(super) fn room(w: &mut Writing<'_, '_>) -> Result<bool, Error> {
+pub(super) fn room(w: &mut Writing<'_, '_>, more: usize) -> Result<bool, Error> {
     let id = w.id;
     let rows = w.query(
         "SELECT count(*) FROM okfit_pending WHERE tenant = $1",
         &[&id],
     )?;
     w.pending = rows.first().map_or(0, |r| r.get(0));
-    Ok(w.pending < MOST)
+    Ok(w.pending + more as i64 <= MOST)
 }
 
 /// Marks the slots of `last` (in slot order) pending, recording for each

@@ -225,7 +225,7 @@ fn postings_of_slots(
             .filter_map(|(_, t)| *t)
             .flat_map(|t| t.terms.iter().map(|(w, _)| w.as_str())),
     )?;
-    if last.len() <= pending::SLOTS && pending::room(w)? {
+    if last.len() <= pending::SLOTS && pending::room(w, last.len())? {
         pending::leave(w, last)?;
         return doc_terms(w, last);
     }
