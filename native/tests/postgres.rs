@@ -450,6 +450,30 @@ fn tls_is_spoken_as_sslmode_asks() {
     assert!(o.stderr.contains("verify-full"), "{}", o.stderr);
 }
 
+/// A folder `imp` holding bundle `kb` with `n` notes (`n0000.md`, … as
+/// `note` writes them); its path.
+fn notes_folder(sb: &Sandbox, n: usize, note: impl Fn(usize) -> String) -> String {
+    for i in 0..n {
+        let p = sb.path(&format!("imp/kb/n{i:04}.md"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, note(i)).unwrap();
+    }
+    sb.path("imp").display().to_string()
+}
+
+/// Asserts that each command of `asked` prints the same on both
+/// connections.
+fn answers_agree(sb: &Sandbox, dsns: [&str; 2], asked: &[&[&str]], when: &str) {
+    for args in asked {
+        let on = |dsn: &str| {
+            let mut a = args.to_vec();
+            a.extend(["-c", dsn]);
+            sb.okfit(&a, None).ok()
+        };
+        assert_eq!(on(dsns[0]), on(dsns[1]), "{when}: {args:?} differs");
+    }
+}
+
 #[test]
 fn commits_of_thousands_of_documents_answer_as_on_sqlite() {
     // 2,400 documents in one import: several runs of slots and tens of
@@ -464,32 +488,21 @@ fn commits_of_thousands_of_documents_answer_as_on_sqlite() {
             i % 7
         )
     };
-    for i in 0..2400 {
-        let p = sb.path(&format!("imp/kb/n{i:04}.md"));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, note(i, 1)).unwrap();
-    }
-    let imp = sb.path("imp").display().to_string();
+    let imp = notes_folder(&sb, 2400, |i| note(i, 1));
     let pg = format!("{}?tenant=big", fresh_database());
     let lite = format!("okf://{}?tenant=big", sb.path("data").display());
     let import = |dsn: &str| {
         sb.okfit(&["import", &imp, "-c", dsn], None).expect_code(0);
     };
     let same = |when: &str| {
-        for args in [
-            vec!["snapshot"],
-            vec!["search", "alpha5", "beta7", "-k", "20"],
-            vec!["search", "common", "-k", "50"],
-            vec!["search", "gamma2x3", "-k", "50"],
-            vec!["manifest"],
-        ] {
-            let on = |dsn: &str| {
-                let mut a = args.clone();
-                a.extend(["-c", dsn]);
-                sb.okfit(&a, None).ok()
-            };
-            assert_eq!(on(&pg), on(&lite), "{when}: {args:?} differs");
-        }
+        let asked: &[&[&str]] = &[
+            &["snapshot"],
+            &["search", "alpha5", "beta7", "-k", "20"],
+            &["search", "common", "-k", "50"],
+            &["search", "gamma2x3", "-k", "50"],
+            &["manifest"],
+        ];
+        answers_agree(&sb, [&pg, &lite], asked, when);
     };
     import(&pg);
     import(&lite);
@@ -522,29 +535,18 @@ fn single_writes_left_pending_answer_as_on_sqlite_before_and_after_folding() {
             i % 5
         )
     };
-    for i in 0..150 {
-        let p = sb.path(&format!("imp/kb/n{i:03}.md"));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, note(i, 1)).unwrap();
-    }
-    let imp = sb.path("imp").display().to_string();
+    let imp = notes_folder(&sb, 150, |i| note(i, 1));
     let pg = format!("{}?tenant=pend", fresh_database());
     let lite = format!("okf://{}?tenant=pend", sb.path("data").display());
     let same = |when: &str| {
-        for args in [
-            vec!["search", "alpha3", "beta5", "-k", "20"],
-            vec!["search", "shared", "-k", "50"],
-            vec!["search", "v2w3", "v3w1", "-k", "50"],
-            vec!["search", "alpha7", "v4w2", "-k", "50"],
-            vec!["snapshot"],
-        ] {
-            let on = |dsn: &str| {
-                let mut a = args.clone();
-                a.extend(["-c", dsn]);
-                sb.okfit(&a, None).ok()
-            };
-            assert_eq!(on(&pg), on(&lite), "{when}: {args:?} differs");
-        }
+        let asked: &[&[&str]] = &[
+            &["search", "alpha3", "beta5", "-k", "20"],
+            &["search", "shared", "-k", "50"],
+            &["search", "v2w3", "v3w1", "-k", "50"],
+            &["search", "alpha7", "v4w2", "-k", "50"],
+            &["snapshot"],
+        ];
+        answers_agree(&sb, [&pg, &lite], asked, when);
     };
     for dsn in [&pg, &lite] {
         sb.okfit(&["import", &imp, "-c", dsn], None).expect_code(0);
@@ -552,7 +554,7 @@ fn single_writes_left_pending_answer_as_on_sqlite_before_and_after_folding() {
     let mut gone = std::collections::HashSet::new();
     for round in 0..100usize {
         let i = (round * 37) % 150;
-        let path = format!("n{i:03}.md");
+        let path = format!("n{i:04}.md");
         let delete = round % 9 == 4 && gone.insert(i);
         let how = if !delete && gone.remove(&i) {
             "--create"

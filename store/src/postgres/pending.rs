@@ -13,9 +13,8 @@
 //! neither ever reads the other's half-done work.
 
 use super::pool::{pg_err, Pool};
-use super::write::{write_changes, SlotChange, Terms, Writing};
+use super::write::{repost, Terms, Writing};
 use crate::error::Error;
-use crate::sqlite::term_changes;
 use okfit_core::kb::search::DocTerms;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -109,25 +108,8 @@ fn fold_run(w: &mut Writing<'_, '_>, terms: &mut Terms<'_>) -> Result<usize, Err
             "postgresql: database corruption: a stored term is not in okfit_terms".into(),
         ));
     }
-    let empty: Vec<(String, f32)> = vec![];
-    let changes: Vec<SlotChange> = slots
-        .iter()
-        .map(|s| {
-            let a = posted.get(s).map_or(&empty, |t| &t.terms);
-            let b = now.get(s).map_or(&empty, |t| &t.terms);
-            let (gone, put) = term_changes(a, b);
-            SlotChange {
-                slot: *s,
-                gone,
-                put,
-            }
-        })
-        .collect();
-    write_changes(w, terms, &changes)?;
-    w.execute(
-        "DELETE FROM okfit_pending WHERE tenant = $1 AND slot = ANY($2)",
-        &[&id, &slots],
-    )?;
+    let new: Vec<Option<&DocTerms>> = slots.iter().map(|s| now.get(s)).collect();
+    repost(w, terms, &slots, &posted, &new)?;
     Ok(slots.len())
 }
 

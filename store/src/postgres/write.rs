@@ -100,26 +100,7 @@ impl<'a> Terms<'a> {
         w: &mut Writing<'_, '_>,
         terms: impl IntoIterator<Item = &'t str>,
     ) -> Result<(), Error> {
-        let mut missing: Vec<&str> = terms
-            .into_iter()
-            .filter(|t| !self.cache.contains_key(*t) && !self.fresh.contains_key(*t))
-            .collect();
-        missing.sort_unstable();
-        missing.dedup();
-        for run in runs(&missing, |t| t.len()) {
-            w.execute(
-                "INSERT INTO okfit_terms(term) SELECT t FROM UNNEST($1::TEXT[]) AS u(t)
-                 ON CONFLICT (term) DO NOTHING",
-                &[&run],
-            )?;
-            for r in w.query(
-                "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
-                &[&run],
-            )? {
-                self.fresh.insert(r.get(1), r.get(0));
-            }
-        }
-        Ok(())
+        self.ids_of(w, terms, true).map(|_| ())
     }
 
     /// Looks up the ids of `terms` the database has, inserting none; true
@@ -129,14 +110,32 @@ impl<'a> Terms<'a> {
         w: &mut Writing<'_, '_>,
         terms: &[&str],
     ) -> Result<bool, Error> {
+        self.ids_of(w, terms.iter().copied(), false)
+    }
+
+    /// Reads the ids of the `terms` not known yet, inserting those the
+    /// database lacks first when `insert` says; true when every one is
+    /// known then.
+    fn ids_of<'t>(
+        &mut self,
+        w: &mut Writing<'_, '_>,
+        terms: impl IntoIterator<Item = &'t str>,
+        insert: bool,
+    ) -> Result<bool, Error> {
         let mut missing: Vec<&str> = terms
-            .iter()
-            .copied()
+            .into_iter()
             .filter(|t| !self.cache.contains_key(*t) && !self.fresh.contains_key(*t))
             .collect();
         missing.sort_unstable();
         missing.dedup();
         for run in runs(&missing, |t| t.len()) {
+            if insert {
+                w.execute(
+                    "INSERT INTO okfit_terms(term) SELECT t FROM UNNEST($1::TEXT[]) AS u(t)
+                     ON CONFLICT (term) DO NOTHING",
+                    &[&run],
+                )?;
+            }
             for r in w.query(
                 "SELECT id, term FROM okfit_terms WHERE term = ANY($1)",
                 &[&run],
@@ -192,10 +191,10 @@ pub(super) fn blobs(w: &mut Writing<'_, '_>, plan: &CommitPlan) -> Result<(), Er
 
 /// How one slot's postings change: the terms it loses, and those it gains
 /// or whose frequency changes.
-pub(super) struct SlotChange<'a> {
-    pub slot: i32,
-    pub gone: Vec<&'a str>,
-    pub put: Vec<(&'a str, f32)>,
+struct SlotChange<'a> {
+    slot: i32,
+    gone: Vec<&'a str>,
+    put: Vec<(&'a str, f32)>,
 }
 
 /// Brings the postings and stored terms of every slot the commit touches
@@ -268,18 +267,37 @@ fn slot_postings(
             old.insert(r.get(0), t);
         }
     }
+    let new: Vec<Option<&DocTerms>> = run.iter().map(|(_, t)| *t).collect();
+    repost(w, terms, &slots, &old, &new)
+}
+
+/// Moves the postings rows of each of `slots` from the terms `old` says
+/// they hold to its terms in `new` (in step with `slots`; none where
+/// either is absent), and marks the slots pending no more.
+pub(super) fn repost(
+    w: &mut Writing<'_, '_>,
+    terms: &mut Terms<'_>,
+    slots: &[i32],
+    old: &HashMap<i32, DocTerms>,
+    new: &[Option<&DocTerms>],
+) -> Result<(), Error> {
     let empty: Vec<(String, f32)> = vec![];
-    let changes: Vec<SlotChange> = run
+    let changes: Vec<SlotChange> = slots
         .iter()
-        .map(|(slot, new)| {
-            let s = *slot as i32;
-            let a = old.get(&s).map_or(&empty, |t| &t.terms);
+        .zip(new)
+        .map(|(s, new)| {
+            let a = old.get(s).map_or(&empty, |t| &t.terms);
             let b = new.map_or(&empty, |t| &t.terms);
             let (gone, put) = term_changes(a, b);
-            SlotChange { slot: s, gone, put }
+            SlotChange {
+                slot: *s,
+                gone,
+                put,
+            }
         })
         .collect();
     write_changes(w, terms, &changes)?;
+    let id = w.id;
     w.execute(
         "DELETE FROM okfit_pending WHERE tenant = $1 AND slot = ANY($2)",
         &[&id, &slots],
@@ -288,7 +306,7 @@ fn slot_postings(
 }
 
 /// Writes the postings rows `changes` remove, add and re-weigh.
-pub(super) fn write_changes(
+fn write_changes(
     w: &mut Writing<'_, '_>,
     terms: &mut Terms<'_>,
     changes: &[SlotChange<'_>],
