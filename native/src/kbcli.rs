@@ -856,6 +856,7 @@ fn data_root(d: &Option<PathBuf>) -> Result<PathBuf, Error> {
 
 /// `okfit serve`.
 pub fn serve(a: ServeArgs) -> Result<i32, Error> {
+    crate::memory::return_freed_memory_promptly();
     okfit_daemon::serve::run(okfit_daemon::serve::ServeOptions {
         data: data_root(&a.data)?,
         store: a.store,

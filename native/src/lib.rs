@@ -9,6 +9,7 @@ pub mod context;
 pub mod hook;
 pub mod init;
 pub mod kbcli;
+pub mod memory;
 pub mod progress;
 pub mod shared;
 pub mod sync;
