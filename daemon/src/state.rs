@@ -351,10 +351,9 @@ impl Daemon {
             return Ok(k.clone());
         }
         let open = || Knowledge::from_dsn(Dsn::of_store(&self.at, tenant)).map(Arc::new);
-        let t = Arc::new(Tenant {
-            writer: open()?,
-            reader: open()?,
-        });
+        let (writer, reader) = (open()?, open()?);
+        writer.seed_from(&reader);
+        let t = Arc::new(Tenant { writer, reader });
         warm.open.insert(tenant.to_string(), (t.clone(), now));
         warm.trim();
         Ok(t)

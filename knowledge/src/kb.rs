@@ -227,6 +227,19 @@ impl Knowledge {
         }
     }
 
+    /// Has commits through this knowledge start their model from
+    /// `reader`'s, a knowledge of the same store tenant, sharing its
+    /// documents instead of loading a copy of each (a daemon commits and
+    /// reads through two, so that a commit never holds the model reads
+    /// use). Nothing for other connections.
+    pub fn seed_from(&self, reader: &Knowledge) {
+        if let (Some(w), Some(r)) = (self.store.as_ref(), reader.store.as_ref()) {
+            if self.dsn == reader.dsn {
+                w.seed_from(r);
+            }
+        }
+    }
+
     /// The search postings a store tenant's read model holds now, without
     /// loading anything (`None`: not loaded, or not a store tenant).
     pub fn held_postings(&self) -> Option<usize> {

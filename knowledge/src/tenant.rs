@@ -19,7 +19,7 @@ use okfit_store::error::Error;
 use okfit_store::sqlite::{ChangeRow, CommitPlan, Head, NewDoc, Storage, COMPILER_VERSION};
 use std::collections::HashMap;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, Weak};
 
 /// Most bytes of document texts a tenant keeps between calls: the texts of
 /// a few thousand typical concepts, which the hits of an agent's searches
@@ -116,7 +116,10 @@ pub(crate) struct StoreKb {
     /// Idle read connections.
     readers: Mutex<Vec<Box<dyn Storage>>>,
     /// The read model every call shares.
-    state: RwLock<Loaded>,
+    state: Arc<RwLock<Loaded>>,
+    /// The state of a tenant reading beside this one (see
+    /// [`StoreKb::seed_from`]).
+    reads: OnceLock<Weak<RwLock<Loaded>>>,
     /// Recently read document texts by content hash (contents never
     /// change under a hash).
     texts: Mutex<TextCache>,
@@ -191,7 +194,8 @@ impl StoreKb {
             tenant,
             writer: Mutex::new(None),
             readers: Mutex::new(vec![]),
-            state: RwLock::new(Loaded::default()),
+            state: Arc::new(RwLock::new(Loaded::default())),
+            reads: OnceLock::new(),
             texts: Mutex::new(TextCache::default()),
         }
     }
@@ -378,11 +382,38 @@ impl StoreKb {
             .as_deref_mut()
             .ok_or_else(|| Error::Store("store not open".into()))?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        if st.view.is_none() && store.compiler()? != COMPILER_VERSION {
-            st.recompile(store, &self.tenant)?;
+        if st.view.is_none() {
+            if store.compiler()? != COMPILER_VERSION {
+                st.recompile(store, &self.tenant)?;
+            } else {
+                self.seed(&mut st);
+            }
         }
         st.catch_up_now(store, &self.tenant)?;
         f(store, &mut st)
+    }
+
+    /// Has this tenant's commits start their model from `reader`'s (same
+    /// store, same tenant) whenever they have none, sharing its documents
+    /// rather than loading a second copy of every compiled row: a daemon
+    /// keeps one knowledge for commits beside one for reads, so that a
+    /// commit never holds the model reads use.
+    pub(crate) fn seed_from(&self, reader: &StoreKb) {
+        let _ = self.reads.set(Arc::downgrade(&reader.state));
+    }
+
+    /// Starts `st` from the reading tenant's model, when there is one
+    /// loaded (waiting for a load in progress there rather than loading
+    /// the same rows twice); the caller catches it up.
+    fn seed(&self, st: &mut Loaded) {
+        let Some(reads) = self.reads.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        let r = reads.read().unwrap_or_else(|p| p.into_inner());
+        if let (Some(view), Some(head)) = (r.view.as_ref(), r.head.as_ref()) {
+            st.view = Some(view.for_commits());
+            st.head = Some(head.clone());
+        }
     }
 
     /// The concepts of the read model if it is loaded (and not being

@@ -34,6 +34,16 @@ impl View {
         }
     }
 
+    /// A view for commits beside this one: the same documents (shared
+    /// with this view until either changes them) and lengths, no postings.
+    pub(crate) fn for_commits(&self) -> View {
+        View {
+            model: self.model.clone(),
+            index: self.index.lengths_only(),
+            manifest: Mutex::new(vec![]),
+        }
+    }
+
     /// The manifest TSV, rendered once per model generation and bundle
     /// (and again when a `stale_after` passes).
     pub(crate) fn manifest(&self, bundle: Option<&str>, now: Instant) -> Result<Arc<str>, Error> {

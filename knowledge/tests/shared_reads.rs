@@ -96,3 +96,71 @@ fn concurrent_reads_see_whole_revisions_in_order_while_another_connection_commit
         .unwrap();
     assert_eq!(direct_hits(&answer), 40);
 }
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    okfit_store::change::sha256_hex(bytes)
+}
+
+#[test]
+fn commits_seeded_from_a_reader_start_from_the_revision_stored_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let dsn = format!("okf://{}?tenant=fleet", dir.path().join("data").display());
+    let other = Knowledge::open(&dsn).unwrap();
+    other.commit((0..4).map(write).collect(), None).unwrap();
+    let reader = Knowledge::open(&dsn).unwrap();
+    let (at_first, _) = reader.snapshot().unwrap();
+    // Another connection moves on after the reader loaded: ship 1
+    // rewritten, ship 2 deleted, ship 10 created.
+    let rewritten =
+        b"---\ntype: Note\ntitle: Harbour 1\n---\n# Harbour 1\n\nShip 1 waits for the tide.\n"
+            .to_vec();
+    other
+        .commit(
+            vec![
+                Change {
+                    content: Some(rewritten.clone()),
+                    pre: Pre::Hash(sha256_hex(&concept(1))),
+                    ..write(1)
+                },
+                Change {
+                    content: None,
+                    pre: Pre::Hash(sha256_hex(&concept(2))),
+                    ..write(2)
+                },
+                write(10),
+            ],
+            None,
+        )
+        .unwrap();
+    let writer = Knowledge::open(&dsn).unwrap();
+    writer.seed_from(&reader);
+    // The reader's model still shows the first revision; the writer's
+    // preconditions hold against the one stored now.
+    let stale = Change {
+        pre: Pre::Hash(sha256_hex(&concept(1))),
+        ..write(1)
+    };
+    assert!(writer.commit(vec![stale], None).is_err());
+    assert!(writer.commit(vec![write(10)], None).is_err());
+    let current = Change {
+        pre: Pre::Hash(sha256_hex(&rewritten)),
+        ..write(1)
+    };
+    writer.commit(vec![current, write(2)], None).unwrap();
+    // Every connection, new or old, agrees on what is stored.
+    let fresh = Knowledge::open(&dsn).unwrap();
+    let (now, concepts) = fresh.snapshot().unwrap();
+    assert_ne!(now, at_first);
+    assert_eq!(concepts, 5);
+    assert_eq!(writer.snapshot().unwrap(), (now.clone(), 5));
+    assert_eq!(reader.snapshot().unwrap(), (now, 5));
+    let q = "harbour pilot boards";
+    assert_eq!(
+        reader.search_with(q, 8, None, false).unwrap(),
+        fresh.search_with(q, 8, None, false).unwrap()
+    );
+    assert_eq!(
+        direct_hits(&fresh.search_with(q, 8, None, false).unwrap()),
+        5
+    );
+}

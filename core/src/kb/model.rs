@@ -17,6 +17,7 @@ use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// What [`Model::get`] found: `(requested id, slice)` in request order,
 /// and the requested ids that name nothing.
@@ -85,7 +86,9 @@ struct BundleState {
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     tenant: String,
-    entries: Vec<Option<Entry>>,
+    /// Entries by slot, shared with the models cloned from this one until
+    /// either changes them (a clone costs a pointer per document).
+    entries: Vec<Option<Arc<Entry>>>,
     free: Vec<u32>,
     bundles: BTreeMap<String, BundleState>,
     by_id: FxHashMap<String, u32>,
@@ -183,7 +186,7 @@ impl Model {
 
     /// The entry in `slot`.
     pub fn entry(&self, slot: u32) -> Option<&Entry> {
-        self.entries.get(slot as usize).and_then(Option::as_ref)
+        self.entries.get(slot as usize).and_then(Option::as_deref)
     }
 
     /// Every live slot.
@@ -216,21 +219,27 @@ impl Model {
         path: &str,
         hash: &str,
         compiled: Compiled,
-    ) -> (u32, Option<Entry>) {
+    ) -> (u32, Option<Arc<Entry>>) {
         self.mark_dirty(bundle);
         if let Some(slot) = self.slot_of(bundle, path) {
-            let e = self.entries[slot as usize].as_mut().expect("live slot");
-            let old = e.clone();
-            if old.compiled.nav != compiled.nav {
-                if compiled.nav {
-                    self.concepts -= 1;
-                } else {
-                    self.concepts += 1;
+            if let Some(old) = self.entries[slot as usize].take() {
+                if old.compiled.nav != compiled.nav {
+                    if compiled.nav {
+                        self.concepts -= 1;
+                    } else {
+                        self.concepts += 1;
+                    }
                 }
+                self.entries[slot as usize] = Some(Arc::new(Entry {
+                    bundle: old.bundle.clone(),
+                    path: old.path.clone(),
+                    hash: hash.to_string(),
+                    compiled,
+                    id: old.id.clone(),
+                    local: old.local.clone(),
+                }));
+                return (slot, Some(old));
             }
-            e.hash = hash.to_string();
-            e.compiled = compiled;
-            return (slot, Some(old));
         }
         let slot = match self.free.pop() {
             Some(s) => s,
@@ -249,14 +258,14 @@ impl Model {
         if !compiled.nav {
             self.concepts += 1;
         }
-        self.entries[slot as usize] = Some(Entry {
+        self.entries[slot as usize] = Some(Arc::new(Entry {
             bundle: bundle.to_string(),
             path: path.to_string(),
             hash: hash.to_string(),
             compiled,
             id: String::new(),
             local: String::new(),
-        });
+        }));
         self.bundles
             .entry(bundle.to_string())
             .or_default()
@@ -323,7 +332,7 @@ impl Model {
             return;
         }
         let len = order.iter().map(|&s| s as usize + 1).max().unwrap_or(0);
-        let mut entries: Vec<Option<Entry>> = Vec::with_capacity(len);
+        let mut entries: Vec<Option<Arc<Entry>>> = Vec::with_capacity(len);
         entries.resize_with(len, || None);
         let mut by_bundle: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
         for (slot, bundle, path, hash, compiled) in docs {
@@ -332,14 +341,14 @@ impl Model {
                 None => by_bundle.entry(bundle.clone()).or_default(),
             };
             paths.push((path.clone(), slot));
-            entries[slot as usize] = Some(Entry {
+            entries[slot as usize] = Some(Arc::new(Entry {
                 bundle,
                 path,
                 hash,
                 compiled,
                 id: String::new(),
                 local: String::new(),
-            });
+            }));
         }
         let mut bundles = BTreeMap::new();
         for (name, paths) in by_bundle {
@@ -351,7 +360,7 @@ impl Model {
                 let docs = order
                     .iter()
                     .filter_map(|&s| {
-                        let e = entries[s as usize].take()?;
+                        let e = Arc::unwrap_or_clone(entries[s as usize].take()?);
                         Some((s, e.bundle, e.path, e.hash, e.compiled))
                     })
                     .collect();
@@ -382,7 +391,7 @@ impl Model {
     }
 
     /// Removes a document; returns its slot and entry.
-    pub fn remove(&mut self, bundle: &str, path: &str) -> Option<(u32, Entry)> {
+    pub fn remove(&mut self, bundle: &str, path: &str) -> Option<(u32, Arc<Entry>)> {
         let slot = self.bundles.get_mut(bundle)?.docs.remove(path)?;
         self.mark_dirty(bundle);
         let e = self.entries[slot as usize].take()?;
@@ -474,14 +483,14 @@ impl Model {
                     }
                     self.by_local.entry(local.clone()).or_default().push(slot);
                     self.touched_locals.insert(local.clone());
-                    if let Some(e) = self.entries[slot as usize].as_mut() {
+                    if let Some(e) = self.entries[slot as usize].as_mut().map(Arc::make_mut) {
                         e.local = local;
                     }
                 }
             }
             // A concept that became a navigation document loses its ids.
             for slot in nav_slots {
-                let (local, id) = match self.entries[slot as usize].as_mut() {
+                let (local, id) = match self.entries[slot as usize].as_mut().map(Arc::make_mut) {
                     Some(e) => (std::mem::take(&mut e.local), std::mem::take(&mut e.id)),
                     None => continue,
                 };
@@ -529,7 +538,7 @@ impl Model {
             let Some(id) = self.final_id(slot) else {
                 continue;
             };
-            let Some(e) = self.entries[slot as usize].as_mut() else {
+            let Some(e) = self.entries[slot as usize].as_mut().map(Arc::make_mut) else {
                 continue;
             };
             if id != e.id {

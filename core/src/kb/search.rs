@@ -156,6 +156,21 @@ impl Index {
         }
     }
 
+    /// The same documents and lengths with no postings loaded, as a cache
+    /// in front of a posting store (`complete = false`): what a model that
+    /// commits, and never searches, keeps beside one that reads.
+    pub fn lengths_only(&self) -> Index {
+        Index {
+            complete: false,
+            postings: FxHashMap::default(),
+            held: vec![],
+            lens: self.lens.clone(),
+            present: self.present.clone(),
+            n: self.n,
+            total_len: self.total_len,
+        }
+    }
+
     /// Adds a document (when replacing, remove the old version first).
     pub fn insert(&mut self, slot: u32, doc: &DocTerms) {
         self.set_doc_len(slot, doc.len);
