@@ -93,6 +93,12 @@ impl Postings {
         }
     }
 
+    /// The tf of the `i`-th posting when it is a whole number from 1 to
+    /// 255 (nearly always), read without a look beside the list.
+    pub fn small_tf_at(&self, i: usize) -> Option<u8> {
+        Some(self.tfs[i]).filter(|&b| b != WIDE)
+    }
+
     fn wide_tf(&self, slot: u32) -> f32 {
         self.wide
             .binary_search_by_key(&slot, |&(s, _)| s)

@@ -558,7 +558,12 @@ impl Index {
         let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
         let idfs: Vec<f64> = lists.iter().map(|l| self.idf(l.len())).collect();
         let mut top = TopK::new(k, keep, id_of);
-        let scored = maxscore::rank(&lists, &idfs, &self.lens, &self.present, score, &mut top);
+        let lens = maxscore::Lengths {
+            of: &self.lens,
+            present: &self.present,
+            norm: (c0, c1),
+        };
+        let scored = maxscore::rank(&lists, &idfs, &lens, score, &mut top);
         (top.finish(), scored)
     }
 }

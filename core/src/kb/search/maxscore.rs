@@ -32,6 +32,9 @@ struct Cursors<'l> {
     pos: Vec<usize>,
     /// `order[..skip]` are non-essential.
     skip: usize,
+    /// The list, the score its postings need and [`longest_reaching`]
+    /// for it, as [`Cursors::pass_unreachable`] last used them.
+    reach: Option<(usize, f64, Box<[f64; 256]>)>,
 }
 
 impl<'l> Cursors<'l> {
@@ -52,6 +55,7 @@ impl<'l> Cursors<'l> {
             upto,
             pos: vec![0; lists.len()],
             skip: 0,
+            reach: None,
         }
     }
 
@@ -69,6 +73,53 @@ impl<'l> Cursors<'l> {
         while self.skip < self.order.len() && self.upto[self.skip] < floor {
             self.skip += 1;
         }
+    }
+
+    /// With a single essential list left (the common case of a query of
+    /// common words once `k` documents are kept), moves its cursor past
+    /// the postings that cannot reach `floor` even with every
+    /// non-essential list's bound: the test the candidate loop would make
+    /// first, in a tight loop over one list.
+    /// A posting longer than its tf's entry in
+    /// [`longest_reaching`] is passed over without dividing.
+    fn pass_unreachable(
+        &mut self,
+        lens: &Lengths<'_>,
+        idfs: &[f64],
+        score: &impl Fn(f64, f32, f32) -> f64,
+        floor: f64,
+    ) {
+        if self.skip == 0 || self.skip + 1 != self.order.len() {
+            return;
+        }
+        let (j, rest) = (self.order[self.skip], self.upto[self.skip - 1]);
+        let need = floor - rest;
+        if self.reach.as_ref().is_none_or(|r| r.0 != j || r.1 != need) {
+            self.reach = Some((j, need, longest_reaching(idfs[j], need, lens.norm)));
+        }
+        let Some((_, _, longest)) = self.reach.as_ref() else {
+            return;
+        };
+        let list = self.lists[j];
+        let slots = list.slots();
+        let mut p = self.pos[j];
+        while let Some(&slot) = slots.get(p) {
+            let i = slot as usize;
+            if let Some(&len) = lens
+                .of
+                .get(i)
+                .filter(|_| lens.present.get(i) == Some(&true))
+            {
+                let too_long = list
+                    .small_tf_at(p)
+                    .is_some_and(|tf| f64::from(len) > longest[usize::from(tf)]);
+                if !too_long && score(idfs[j], list.tf_at(p), len) + rest >= floor {
+                    break;
+                }
+            }
+            p += 1;
+        }
+        self.pos[j] = p;
     }
 
     /// Moves list `j`'s cursor to its first posting at or past `slot`
@@ -92,24 +143,64 @@ impl<'l> Cursors<'l> {
     }
 }
 
+/// The documents' weighted lengths as ranking reads them.
+pub(super) struct Lengths<'a> {
+    /// Each slot's length (postings of slots past it are ignored).
+    pub of: &'a [f32],
+    /// Which slots hold a document.
+    pub present: &'a [bool],
+    /// `(c0, c1)` of the score's length norm `c0 + c1·len` (BM25's
+    /// `idf·tf(k1+1) / (tf + norm)`).
+    pub norm: (f64, f64),
+}
+
+/// For each small tf, the longest document in which a posting of that tf
+/// still scores `need` (a little longer, so that rounding never passes
+/// over one that does): infinite when any length does.
+fn longest_reaching(idf: f64, need: f64, (c0, c1): (f64, f64)) -> Box<[f64; 256]> {
+    let mut longest = Box::new([f64::INFINITY; 256]);
+    if need > 0.0 && c1 > 0.0 {
+        for (tf, l) in longest.iter_mut().enumerate().skip(1) {
+            let tf = tf as f64;
+            let at = (idf * (K1 + 1.0) * tf / need - tf - c0) / c1;
+            *l = at + at.abs() * 1e-9 + 1e-3;
+        }
+    }
+    longest
+}
+
 /// Offers to `top` every document that can rank in it, with its exact
-/// score: `lists` in query order, `idfs` theirs, `lens` the documents'
-/// weighted lengths (postings of slots past it are ignored), `present`
-/// which slots hold a document. The number of documents scored in full.
+/// score (`score(idf, tf, len)`, BM25 with `lens.norm`): `lists` in query
+/// order, `idfs` theirs. The number of documents scored in full.
 pub(super) fn rank(
     lists: &[&Postings],
     idfs: &[f64],
-    lens: &[f32],
-    present: &[bool],
+    lens: &Lengths<'_>,
     score: impl Fn(f64, f32, f32) -> f64,
     top: &mut TopK<'_, '_>,
 ) -> usize {
+    let (present, norm) = (lens.present, lens.norm);
+    let lens = lens.of;
     let mut c = Cursors::new(lists, idfs);
     // Each list's part of the candidate's score (`None`: not holding the
     // term, or not looked up).
     let mut parts: Vec<Option<f64>> = vec![None; lists.len()];
     let mut scored = 0;
-    while let Some(d) = c.next_candidate() {
+    loop {
+        let floor = top.floor * (1.0 - MARGIN);
+        c.pass_unreachable(
+            &Lengths {
+                of: lens,
+                present,
+                norm,
+            },
+            idfs,
+            &score,
+            floor,
+        );
+        let Some(d) = c.next_candidate() else {
+            break;
+        };
         let i = d as usize;
         // A slot without a length or a document is passed over.
         let len = lens
@@ -159,4 +250,35 @@ pub(super) fn rank(
         }
     }
     scored
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_posting_longer_than_its_tfs_longest_reaching_length_never_reaches() {
+        let norms = [(0.3, 0.0014), (0.3, 0.9), (1.2, 1e-6), (0.0, 0.05)];
+        let (mut passed, mut kept) = (0, 0);
+        for &(c0, c1) in &norms {
+            for idf in [0.05, 1.2, 7.5] {
+                for need in [1e-9, 0.4, 1.7, 9.0] {
+                    let longest = longest_reaching(idf, need, (c0, c1));
+                    for tf in 1..=255u8 {
+                        for len in [0.0f32, 1.0, 17.0, 311.0, 640.0, 5e3, 1e6] {
+                            let part =
+                                super::super::bm25(idf, f32::from(tf), c0 + c1 * f64::from(len));
+                            if f64::from(len) > longest[usize::from(tf)] {
+                                assert!(part < need, "{idf} {need} {tf} {len} {c0} {c1}");
+                                passed += 1;
+                            } else {
+                                kept += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(passed > 1000 && kept > 1000, "{passed} {kept}");
+    }
 }
