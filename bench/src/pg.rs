@@ -63,7 +63,12 @@ pub fn database(server: &str, name: &str) -> Result<String, String> {
     let mut c = okfit_store::postgres::connect(server).map_err(|e| e.to_string())?;
     c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
         .and_then(|_| c.batch_execute(&format!("CREATE DATABASE {name}")))
-        .map_err(|e| format!("create database {name}: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "create database {name}: {}",
+                okfit_store::postgres::said(&e)
+            )
+        })?;
     let (base, query) = server.split_once('?').unwrap_or((server, ""));
     let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
     Ok(if query.is_empty() {

@@ -24,7 +24,7 @@ mod schema;
 mod tls;
 mod write;
 
-pub use pool::{connect, shown, PoolUse};
+pub use pool::{connect, said, shown, PoolUse};
 pub use schema::migrate;
 
 use crate::error::Error;

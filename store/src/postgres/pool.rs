@@ -30,7 +30,7 @@ pub(crate) fn pg_err(e: postgres::Error) -> Error {
 
 /// What a PostgreSQL error says, in one line: the server's own message, or
 /// the client's with its cause.
-fn said(e: &postgres::Error) -> String {
+pub fn said(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
     }
