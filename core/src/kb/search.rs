@@ -555,7 +555,6 @@ impl Index {
             return (Vec::new(), 0);
         }
         let (c0, c1) = self.norm_parts();
-        let score = |idf: f64, tf: f32, len: f32| bm25(idf, tf, c0 + c1 * f64::from(len));
         let idfs: Vec<f64> = lists.iter().map(|l| self.idf(l.len())).collect();
         let mut top = TopK::new(k, keep, id_of);
         let lens = maxscore::Lengths {
@@ -563,7 +562,7 @@ impl Index {
             present: &self.present,
             norm: (c0, c1),
         };
-        let scored = maxscore::rank(&lists, &idfs, &lens, score, &mut top);
+        let scored = maxscore::rank(&lists, &idfs, &lens, &mut top);
         (top.finish(), scored)
     }
 }

@@ -15,7 +15,7 @@
 //! full pass accumulates them; pruning decisions keep a margin far above
 //! rounding.
 
-use super::{Postings, TopK, K1};
+use super::{bm25, Postings, TopK, K1};
 
 /// Relative margin of the pruning decisions: partial sums and bounds may be
 /// added in other orders than the exact score.
@@ -80,15 +80,10 @@ impl<'l> Cursors<'l> {
     /// the postings that cannot reach `floor` even with every
     /// non-essential list's bound: the test the candidate loop would make
     /// first, in a tight loop over one list.
-    /// A posting longer than its tf's entry in
-    /// [`longest_reaching`] is passed over without dividing.
-    fn pass_unreachable(
-        &mut self,
-        lens: &Lengths<'_>,
-        idfs: &[f64],
-        score: &impl Fn(f64, f32, f32) -> f64,
-        floor: f64,
-    ) {
+    ///
+    /// A posting longer than its tf's entry in [`longest_reaching`] is
+    /// passed over without dividing.
+    fn pass_unreachable(&mut self, lens: &Lengths<'_>, idfs: &[f64], floor: f64) {
         if self.skip == 0 || self.skip + 1 != self.order.len() {
             return;
         }
@@ -104,16 +99,11 @@ impl<'l> Cursors<'l> {
         let slots = list.slots();
         let mut p = self.pos[j];
         while let Some(&slot) = slots.get(p) {
-            let i = slot as usize;
-            if let Some(&len) = lens
-                .of
-                .get(i)
-                .filter(|_| lens.present.get(i) == Some(&true))
-            {
+            if let Some(len) = lens.of_slot(slot) {
                 let too_long = list
                     .small_tf_at(p)
                     .is_some_and(|tf| f64::from(len) > longest[usize::from(tf)]);
-                if !too_long && score(idfs[j], list.tf_at(p), len) + rest >= floor {
+                if !too_long && lens.part(idfs[j], list.tf_at(p), len) + rest >= floor {
                     break;
                 }
             }
@@ -154,6 +144,22 @@ pub(super) struct Lengths<'a> {
     pub norm: (f64, f64),
 }
 
+impl Lengths<'_> {
+    /// The length of the document in `slot`, if one is there.
+    fn of_slot(&self, slot: u32) -> Option<f32> {
+        let i = slot as usize;
+        self.of
+            .get(i)
+            .copied()
+            .filter(|_| self.present.get(i) == Some(&true))
+    }
+
+    /// A posting's part of a document's score.
+    fn part(&self, idf: f64, tf: f32, len: f32) -> f64 {
+        bm25(idf, tf, self.norm.0 + self.norm.1 * f64::from(len))
+    }
+}
+
 /// For each small tf, the longest document in which a posting of that tf
 /// still scores `need` (a little longer, so that rounding never passes
 /// over one that does): infinite when any length does.
@@ -170,43 +176,26 @@ fn longest_reaching(idf: f64, need: f64, (c0, c1): (f64, f64)) -> Box<[f64; 256]
 }
 
 /// Offers to `top` every document that can rank in it, with its exact
-/// score (`score(idf, tf, len)`, BM25 with `lens.norm`): `lists` in query
-/// order, `idfs` theirs. The number of documents scored in full.
+/// score (BM25 with `lens.norm`): `lists` in query order, `idfs` theirs.
+/// The number of documents scored in full.
 pub(super) fn rank(
     lists: &[&Postings],
     idfs: &[f64],
     lens: &Lengths<'_>,
-    score: impl Fn(f64, f32, f32) -> f64,
     top: &mut TopK<'_, '_>,
 ) -> usize {
-    let (present, norm) = (lens.present, lens.norm);
-    let lens = lens.of;
     let mut c = Cursors::new(lists, idfs);
     // Each list's part of the candidate's score (`None`: not holding the
     // term, or not looked up).
     let mut parts: Vec<Option<f64>> = vec![None; lists.len()];
     let mut scored = 0;
     loop {
-        let floor = top.floor * (1.0 - MARGIN);
-        c.pass_unreachable(
-            &Lengths {
-                of: lens,
-                present,
-                norm,
-            },
-            idfs,
-            &score,
-            floor,
-        );
+        c.pass_unreachable(lens, idfs, top.floor * (1.0 - MARGIN));
         let Some(d) = c.next_candidate() else {
             break;
         };
-        let i = d as usize;
         // A slot without a length or a document is passed over.
-        let len = lens
-            .get(i)
-            .copied()
-            .filter(|_| present.get(i) == Some(&true));
+        let len = lens.of_slot(d);
         // The essential lists' parts, their cursors moved past `d`.
         let mut partial = 0.0;
         for e in c.skip..c.order.len() {
@@ -216,7 +205,7 @@ pub(super) fn rank(
                 let tf = c.lists[j].tf_at(c.pos[j]);
                 c.pos[j] += 1;
                 if let Some(len) = len {
-                    let part = score(idfs[j], tf, len);
+                    let part = lens.part(idfs[j], tf, len);
                     parts[j] = Some(part);
                     partial += part;
                 }
@@ -235,7 +224,7 @@ pub(super) fn rank(
                 break;
             }
             let j = c.order[e];
-            parts[j] = c.seek(j, d).map(|tf| score(idfs[j], tf, len));
+            parts[j] = c.seek(j, d).map(|tf| lens.part(idfs[j], tf, len));
             partial += parts[j].unwrap_or(0.0);
         }
         if !reachable {
@@ -266,8 +255,7 @@ mod tests {
                     let longest = longest_reaching(idf, need, (c0, c1));
                     for tf in 1..=255u8 {
                         for len in [0.0f32, 1.0, 17.0, 311.0, 640.0, 5e3, 1e6] {
-                            let part =
-                                super::super::bm25(idf, f32::from(tf), c0 + c1 * f64::from(len));
+                            let part = bm25(idf, f32::from(tf), c0 + c1 * f64::from(len));
                             if f64::from(len) > longest[usize::from(tf)] {
                                 assert!(part < need, "{idf} {need} {tf} {len} {c0} {c1}");
                                 passed += 1;
