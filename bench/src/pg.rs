@@ -86,3 +86,21 @@ pub fn with_tenant(url: &str, tenant: &str) -> String {
         url.replacen("postgres://", "okf+postgres://", 1)
     )
 }
+
+/// Settles the database at `url` after a bulk load, as an operator does
+/// (PostgreSQL's "Populating a Database": run `ANALYZE` afterwards):
+/// `VACUUM (ANALYZE)` of every table, so that autovacuum has nothing left
+/// to do on the imported rows, then a `CHECKPOINT`, so that the load's
+/// dirty pages are not written out while the benchmark measures. The
+/// seconds it took; a checkpoint the role may not run is skipped (said on
+/// stderr).
+pub fn settle(url: &str) -> Result<f64, String> {
+    let started = std::time::Instant::now();
+    let mut c = okfit_store::postgres::connect(url).map_err(|e| e.to_string())?;
+    c.batch_execute("VACUUM (ANALYZE)")
+        .map_err(|e| format!("vacuum: {}", okfit_store::postgres::said(&e)))?;
+    if let Err(e) = c.batch_execute("CHECKPOINT") {
+        eprintln!("checkpoint skipped: {}", okfit_store::postgres::said(&e));
+    }
+    Ok(started.elapsed().as_secs_f64())
+}

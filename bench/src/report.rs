@@ -935,7 +935,7 @@ fn scale(out: &mut String, inputs: &Inputs) {
     ) else {
         return;
     };
-    out.push_str("Concepts of Zipf-distributed prose (about 4.2 KB each) imported with `okfit import`, then served by `okfit serve` replicas: open + first search of a fresh replica, 400 searches of two or three content words, 200 single-document transacts and 20 of 25 documents through one replica, and 8 clients over two replicas for 10 s (search 70 %, get 20 %, write 10 %).\n\n| backend | concepts | Markdown MB | import s | importer RSS MB | open + first search s | search ms p50 / p95 | write ms p50 / p95 | transact of 25 ms p50 | mixed ops/s | daemon peak RSS MB |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("Concepts of Zipf-distributed prose (about 4.2 KB each) imported with `okfit import` (on PostgreSQL the database is then settled as after any bulk load: `VACUUM (ANALYZE)` and a `CHECKPOINT`), then served by `okfit serve` replicas: open + first search of a fresh replica, 400 searches of two or three content words, 200 single-document transacts and 20 of 25 documents through one replica, and 8 clients over two replicas for 10 s (search 70 %, get 20 %, write 10 %).\n\n| backend | concepts | Markdown MB | import s | importer RSS MB | open + first search s | search ms p50 / p95 | write ms p50 / p95 | transact of 25 ms p50 | mixed ops/s | daemon peak RSS MB |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for r in rows(&v, "scale") {
         let _ = writeln!(
             out,
