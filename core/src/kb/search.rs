@@ -543,6 +543,19 @@ impl Index {
         keep: &dyn Fn(u32) -> bool,
         id_of: &dyn Fn(u32) -> &'a str,
     ) -> (Vec<(u32, f64)>, usize) {
+        self.rank_choosing(terms, k, keep, id_of, maxscore::dense)
+    }
+
+    /// [`Index::rank_scoring`], ranking with one array of scores where
+    /// `dense(lists, slots)` says so and by MaxScore otherwise.
+    fn rank_choosing<'a>(
+        &self,
+        terms: &[String],
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+        id_of: &dyn Fn(u32) -> &'a str,
+        dense: fn(&[&Postings], usize) -> bool,
+    ) -> (Vec<(u32, f64)>, usize) {
         if k == 0 || self.n == 0 {
             return (Vec::new(), 0);
         }
@@ -562,7 +575,11 @@ impl Index {
             present: &self.present,
             norm: (c0, c1),
         };
-        let scored = maxscore::rank(&lists, &idfs, &lens, &mut top);
+        let scored = if dense(&lists, self.lens.len()) {
+            maxscore::rank_dense(&lists, &idfs, &lens, &mut top)
+        } else {
+            maxscore::rank(&lists, &idfs, &lens, &mut top)
+        };
         (top.finish(), scored)
     }
 }
@@ -1248,20 +1265,28 @@ mod tests {
             let q = q.join(" ");
             let odd = |s: u32| s % 2 == 1;
             let id_of = |s: u32| ids[s as usize].as_str();
+            let terms = query_terms(&q);
+            let maxscore = |_: &[&Postings], _: usize| false;
+            let array = |_: &[&Postings], _: usize| true;
             for keep in [&all as &dyn Fn(u32) -> bool, &odd] {
                 let full = naive_rank(&ix, &q, keep, &id_of);
                 assert_eq!(ix.rank(&q, usize::MAX, keep, &id_of), full, "{q:?}");
                 for k in [1, 3, 8, 20, 50] {
                     let want = &full[..k.min(full.len())];
-                    let got = ix.rank(&q, k, keep, &id_of);
-                    // Bit-identical scores: the same sums in the same order.
-                    assert_eq!(got, want, "{q:?} k={k}");
+                    // Bit-identical scores: the same sums in the same
+                    // order, whichever way the documents are ranked.
+                    assert_eq!(ix.rank(&q, k, keep, &id_of), want, "{q:?} k={k}");
+                    for dense in [maxscore, array] {
+                        let got = ix.rank_choosing(&terms, k, keep, &id_of, dense).0;
+                        assert_eq!(got, want, "{q:?} k={k}");
+                    }
                 }
                 // Documents holding any of the query's terms, and those
-                // scored in full for the top 8.
-                let terms = query_terms(&q);
-                let holding = ix.rank_scoring(&terms, usize::MAX, keep, &id_of).1;
-                let scored = ix.rank_scoring(&terms, 8, keep, &id_of).1;
+                // MaxScore scored in full for the top 8.
+                let holding = ix
+                    .rank_choosing(&terms, usize::MAX, keep, &id_of, maxscore)
+                    .1;
+                let scored = ix.rank_choosing(&terms, 8, keep, &id_of, maxscore).1;
                 assert!(scored <= holding, "{q:?}");
                 asked += 1;
                 if scored < holding / 2 {

