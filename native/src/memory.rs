@@ -11,8 +11,12 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// land and searches run; pages left for a later purge add up to about
 /// 60 MB of its peak RSS at 100,000 concepts on PostgreSQL. One-shot
 /// commands keep the default (they exit soon, and purging costs a system
-/// call per freed run of pages).
+/// call per freed run of pages). An operator's own `MIMALLOC_PURGE_DELAY`
+/// (mimalloc reads it at start) is left as they set it.
 pub fn return_freed_memory_promptly() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: sets one of mimalloc's options, an atomic store; any thread,
     // any time.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 0) }
