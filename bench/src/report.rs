@@ -953,7 +953,69 @@ fn scale(out: &mut String, inputs: &Inputs) {
             one(num(r, "daemon_rss_mb")),
         );
     }
-    out.push_str("\nThe targets are set at 100,000 concepts on PostgreSQL (`okfit-bench-scale --sizes 100000`, about 25 minutes): write p50 < 15 ms, search p50 < 1 ms, open + first search < 2 s, daemon RSS < 600 MB.\n\n");
+    scale_growth(out, &v);
+    let pg = rows(&v, "scale")
+        .into_iter()
+        .find(|r| r["backend"] == "postgres" && num(r, "concepts") == Some(100_000.0));
+    let ok = pg.map(|r| {
+        num(r, "write_ms.p50").is_some_and(|x| x < 15.0)
+            && num(r, "search_ms.p50").is_some_and(|x| x < 1.0)
+            && num(r, "open_first_search_s").is_some_and(|x| x < 2.0)
+            && num(r, "daemon_rss_mb").is_some_and(|x| x < 600.0)
+    });
+    let _ = writeln!(
+        out,
+        "\nTargets at 100,000 concepts on PostgreSQL: write p50 < 15 ms, search p50 < 1 ms, open + first search < 2 s, daemon RSS < 600 MB: {}.\n",
+        verdict(ok)
+    );
+}
+
+/// How each figure of a backend grows from its smallest tenant to its
+/// largest: the ratio of the two (5.0 when it grows as the tenant does).
+fn scale_growth(out: &mut String, v: &Value) {
+    let all = rows(v, "scale");
+    let mut lines = String::new();
+    for backend in ["sqlite", "postgres"] {
+        let mut of: Vec<&Value> = all
+            .iter()
+            .copied()
+            .filter(|r| r["backend"] == backend)
+            .collect();
+        of.sort_by(|a, b| {
+            num(a, "concepts")
+                .partial_cmp(&num(b, "concepts"))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        let (Some(small), Some(large)) = (of.first(), of.last()) else {
+            continue;
+        };
+        if num(small, "concepts") == num(large, "concepts") {
+            continue;
+        }
+        let times = |path: &str| match (num(small, path), num(large, path)) {
+            (Some(a), Some(b)) if a > 0.0 => format!("{:.1}×", b / a),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            lines,
+            "| {backend} | {} → {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            int(num(small, "concepts")),
+            int(num(large, "concepts")),
+            times("import_s"),
+            times("open_first_search_s"),
+            times("search_ms.p50"),
+            times("write_ms.p50"),
+            times("transact25_ms.p50"),
+            times("mixed.ops_per_s"),
+            times("daemon_rss_mb"),
+            times("markdown_mb"),
+        );
+    }
+    if lines.is_empty() {
+        return;
+    }
+    out.push_str("\nHow each figure grows with the tenant (the larger tenant's figure over the smaller's):\n\n| backend | concepts | import | open + first search | search p50 | write p50 | transact of 25 | mixed ops/s | daemon RSS | Markdown |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str(&lines);
 }
 
 fn node(out: &mut String, inputs: &Inputs) {

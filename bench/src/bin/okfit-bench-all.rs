@@ -24,6 +24,9 @@ Options:
   --sizes LIST   concept counts (default 500,5000,20000); validation and the
                  project-mode MCP server also run at 10,000, where their
                  targets are set
+  --scale-sizes LIST
+                 concept counts of the one-large-tenant benchmark on each
+                 backend (default 20000,100000; 100,000 adds about 25 min)
   --runs N       measured runs of each validation (default 11; peers 5)
   --no-peers     do not run or install the peer validators
   --no-node      skip the Node package benchmark
@@ -33,6 +36,7 @@ Options:
 
 struct Args {
     sizes: Vec<usize>,
+    scale_sizes: Vec<usize>,
     runs: usize,
     peers: bool,
     node: bool,
@@ -43,6 +47,7 @@ struct Args {
 fn parse(root: &Path) -> Result<Option<Args>, String> {
     let mut a = Args {
         sizes: vec![500, 5_000, 20_000],
+        scale_sizes: vec![20_000, 100_000],
         runs: 11,
         peers: true,
         node: true,
@@ -57,21 +62,8 @@ fn parse(root: &Path) -> Result<Option<Args>, String> {
             "--no-peers" => a.peers = false,
             "--no-node" => a.node = false,
             "--no-browser" => a.browser = false,
-            "--sizes" => {
-                let v = value("--sizes")?;
-                a.sizes = v
-                    .split(',')
-                    .map(|s| {
-                        s.trim()
-                            .parse::<usize>()
-                            .ok()
-                            .filter(|n| *n >= 500 && n % 500 == 0)
-                            .ok_or(format!(
-                                "--sizes: {s:?} is not a multiple of 500 (tenants are built from bundles of 500)"
-                            ))
-                    })
-                    .collect::<Result<_, _>>()?;
-            }
+            "--sizes" => a.sizes = sizes("--sizes", &value("--sizes")?)?,
+            "--scale-sizes" => a.scale_sizes = sizes("--scale-sizes", &value("--scale-sizes")?)?,
             "--runs" => {
                 let v = value("--runs")?;
                 a.runs = v
@@ -85,6 +77,21 @@ fn parse(root: &Path) -> Result<Option<Args>, String> {
         }
     }
     Ok(Some(a))
+}
+
+/// A comma-separated list of concept counts, each a multiple of 500.
+fn sizes(flag: &str, v: &str) -> Result<Vec<usize>, String> {
+    v.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| *n >= 500 && n % 500 == 0)
+                .ok_or(format!(
+                    "{flag}: {s:?} is not a multiple of 500 (tenants are built from bundles of 500)"
+                ))
+        })
+        .collect()
 }
 
 fn join(sizes: &[usize]) -> String {
@@ -482,7 +489,7 @@ fn main() -> ExitCode {
             &[
                 bin("okfit-bench-scale"),
                 s("--sizes"),
-                s("20000"),
+                join(&args.scale_sizes),
                 s("--json"),
                 json("scale.json"),
             ],
