@@ -9,6 +9,7 @@
 //! commands. A step that fails is reported in the file and makes the run exit
 //! 1; the other steps still run.
 
+use okfit_bench::kbdata::parse_sizes;
 use okfit_bench::measure::shell_quote as quote;
 use okfit_bench::report::{self, Inputs, Step};
 use std::path::{Path, PathBuf};
@@ -62,8 +63,11 @@ fn parse(root: &Path) -> Result<Option<Args>, String> {
             "--no-peers" => a.peers = false,
             "--no-node" => a.node = false,
             "--no-browser" => a.browser = false,
-            "--sizes" => a.sizes = sizes("--sizes", &value("--sizes")?)?,
-            "--scale-sizes" => a.scale_sizes = sizes("--scale-sizes", &value("--scale-sizes")?)?,
+            "--sizes" => a.sizes = parse_sizes(&value("--sizes")?)?,
+            "--scale-sizes" => {
+                a.scale_sizes = parse_sizes(&value("--scale-sizes")?)
+                    .map_err(|e| e.replacen("--sizes", "--scale-sizes", 1))?;
+            }
             "--runs" => {
                 let v = value("--runs")?;
                 a.runs = v
@@ -77,21 +81,6 @@ fn parse(root: &Path) -> Result<Option<Args>, String> {
         }
     }
     Ok(Some(a))
-}
-
-/// A comma-separated list of concept counts, each a multiple of 500.
-fn sizes(flag: &str, v: &str) -> Result<Vec<usize>, String> {
-    v.split(',')
-        .map(|s| {
-            s.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|n| *n >= 500 && n % 500 == 0)
-                .ok_or(format!(
-                    "{flag}: {s:?} is not a multiple of 500 (tenants are built from bundles of 500)"
-                ))
-        })
-        .collect()
 }
 
 fn join(sizes: &[usize]) -> String {

@@ -323,17 +323,13 @@ fn measure(prose: &Prose, n: usize, src: &Path, store: &Store) -> Result<Value, 
     eprintln!("{}: importing {n} concepts", store.backend);
     let (import_s, import_rss) = import(store, src)?;
     eprintln!("{}: imported in {import_s:.1} s", store.backend);
-    let settle_s = match &store.url {
-        Some(url) => {
-            let s = settle(url)?;
-            eprintln!(
-                "{}: settled (VACUUM (ANALYZE), CHECKPOINT) in {s:.1} s",
-                store.backend
-            );
-            Some(s)
-        }
-        None => None,
-    };
+    let settle_s = store.url.as_deref().map(settle).transpose()?;
+    if let Some(s) = settle_s {
+        eprintln!(
+            "{}: settled (VACUUM (ANALYZE), CHECKPOINT) in {s:.1} s",
+            store.backend
+        );
+    }
     let first_search_s = open_and_first_search(store)?;
     let started = Instant::now();
     let (a, sa) = store.replica("a")?;
