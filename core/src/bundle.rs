@@ -334,7 +334,7 @@ impl Bundle {
     /// The Markdown document at a bundle-relative path.
     pub fn doc(&self, path: &str) -> Option<&Document> {
         let &i = self.by_path.get(path)?;
-        self.docs.get(i).filter(|d| d.path == path)
+        self.docs.get(i)
     }
 
     /// True when `path` is a walked file.

@@ -245,6 +245,17 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// The first occurrence of `needle` in `hay`. Frontmatter is short, and
+/// building a substring searcher for each link costs more there than
+/// checking each place its first byte occurs.
+fn find_short(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if hay.len() > 4096 {
+        return memchr::memmem::find(hay, needle);
+    }
+    let (&first, rest) = needle.split_first()?;
+    memchr::memchr_iter(first, hay).find(|&i| hay[i + 1..].starts_with(rest))
+}
+
 /// The body digest of reference §8.1: line endings normalised to `\n`,
 /// trailing whitespace removed, SHA-256.
 pub fn body_digest(body: &str) -> [u8; 32] {
@@ -918,7 +929,7 @@ fn decode_concept(
     let mut links: Vec<Link> = vec![];
     let mut fm_link = |f: &mut Fam, raw: &str, field: &'static str, top: &str| {
         let yaml = &f.cx.text[yaml_start..yaml_end];
-        let found = memchr::memmem::find(yaml.as_bytes(), raw.as_bytes());
+        let found = find_short(yaml.as_bytes(), raw.as_bytes());
         let range = match found.filter(|_| !raw.is_empty()) {
             Some(o) => f.cx.range(yaml_start + o, yaml_start + o + raw.len()),
             None => f.key_range(top),

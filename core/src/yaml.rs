@@ -79,19 +79,31 @@ pub fn fast(yaml: &str) -> Option<Value> {
 /// characters YAML treats as breaks or marks outside ASCII.
 fn printable(yaml: &str) -> bool {
     let b = yaml.as_bytes();
+    // Nearly every frontmatter has no control character but LF: one pass
+    // the compiler vectorises answers that, the exact walk the rest.
+    let plain = !b.iter().fold(false, |odd, &c| {
+        odd | ((c < 0x20) & (c != b'\n')) | (c == 0x7f)
+    });
+    if plain {
+        return yaml.is_ascii() || no_odd_marks(yaml);
+    }
     for (i, &c) in b.iter().enumerate() {
         if c < 0x20 && c != b'\n' && !(c == b'\r' && b.get(i + 1) == Some(&b'\n')) || c == 0x7f {
             return false;
         }
     }
-    yaml.is_ascii()
-        || yaml.chars().all(|c| {
-            !matches!(
-                c,
-                '\u{80}'
-                    ..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
-            )
-        })
+    yaml.is_ascii() || no_odd_marks(yaml)
+}
+
+/// No C1 control, line or paragraph separator, byte order mark or
+/// non-character.
+fn no_odd_marks(yaml: &str) -> bool {
+    yaml.chars().all(|c| {
+        !matches!(
+            c,
+            '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -105,7 +117,11 @@ struct Line<'a> {
 /// `None` when a line is a document marker or a directive.
 fn significant_lines(yaml: &str) -> Option<Vec<Line<'_>>> {
     let mut out = Vec::with_capacity(32);
-    for raw in yaml.split('\n') {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', yaml.as_bytes()).chain(std::iter::once(yaml.len()));
+    for end in ends {
+        let raw = &yaml[start..end];
+        start = end + 1;
         let raw = raw.strip_suffix('\r').unwrap_or(raw);
         let text = raw.trim_start_matches(' ');
         if text.is_empty() || text.starts_with('#') {
