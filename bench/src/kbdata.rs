@@ -85,6 +85,11 @@ pub fn peak_rss_mb(pid: Option<u32>) -> f64 {
 /// Parses a `--sizes` value: comma-separated concept counts, each a positive
 /// multiple of [`BUNDLE`] (tenants are built from bundles of that size).
 pub fn parse_sizes(value: &str) -> Result<Vec<usize>, String> {
+    parse_sizes_of("--sizes", value)
+}
+
+/// [`parse_sizes`] for the option `flag`, which its errors name.
+pub fn parse_sizes_of(flag: &str, value: &str) -> Result<Vec<usize>, String> {
     let sizes = value
         .split(',')
         .filter(|s| !s.trim().is_empty())
@@ -95,12 +100,12 @@ pub fn parse_sizes(value: &str) -> Result<Vec<usize>, String> {
                 .ok()
                 .filter(|&n| n > 0 && n.is_multiple_of(BUNDLE))
                 .ok_or(format!(
-                    "--sizes expects positive multiples of {BUNDLE}, got {s:?}"
+                    "{flag} expects positive multiples of {BUNDLE}, got {s:?}"
                 ))
         })
         .collect::<Result<Vec<_>, _>>()?;
     if sizes.is_empty() {
-        return Err("--sizes needs at least one size".into());
+        return Err(format!("{flag} needs at least one size"));
     }
     Ok(sizes)
 }

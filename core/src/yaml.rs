@@ -84,26 +84,22 @@ fn printable(yaml: &str) -> bool {
     let plain = !b.iter().fold(false, |odd, &c| {
         odd | ((c < 0x20) & (c != b'\n')) | (c == 0x7f)
     });
-    if plain {
-        return yaml.is_ascii() || no_odd_marks(yaml);
-    }
-    for (i, &c) in b.iter().enumerate() {
-        if c < 0x20 && c != b'\n' && !(c == b'\r' && b.get(i + 1) == Some(&b'\n')) || c == 0x7f {
-            return false;
+    if !plain {
+        for (i, &c) in b.iter().enumerate() {
+            if c < 0x20 && c != b'\n' && !(c == b'\r' && b.get(i + 1) == Some(&b'\n')) || c == 0x7f
+            {
+                return false;
+            }
         }
     }
-    yaml.is_ascii() || no_odd_marks(yaml)
-}
-
-/// No C1 control, line or paragraph separator, byte order mark or
-/// non-character.
-fn no_odd_marks(yaml: &str) -> bool {
-    yaml.chars().all(|c| {
-        !matches!(
-            c,
-            '\u{80}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
-        )
-    })
+    yaml.is_ascii()
+        || yaml.chars().all(|c| {
+            !matches!(
+                c,
+                '\u{80}'
+                    ..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+            )
+        })
 }
 
 #[derive(Clone, Copy)]

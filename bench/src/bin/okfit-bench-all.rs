@@ -9,7 +9,7 @@
 //! commands. A step that fails is reported in the file and makes the run exit
 //! 1; the other steps still run.
 
-use okfit_bench::kbdata::parse_sizes;
+use okfit_bench::kbdata::{parse_sizes, parse_sizes_of};
 use okfit_bench::measure::shell_quote as quote;
 use okfit_bench::report::{self, Inputs, Step};
 use std::path::{Path, PathBuf};
@@ -65,8 +65,7 @@ fn parse(root: &Path) -> Result<Option<Args>, String> {
             "--no-browser" => a.browser = false,
             "--sizes" => a.sizes = parse_sizes(&value("--sizes")?)?,
             "--scale-sizes" => {
-                a.scale_sizes = parse_sizes(&value("--scale-sizes")?)
-                    .map_err(|e| e.replacen("--sizes", "--scale-sizes", 1))?;
+                a.scale_sizes = parse_sizes_of("--scale-sizes", &value("--scale-sizes")?)?
             }
             "--runs" => {
                 let v = value("--runs")?;
