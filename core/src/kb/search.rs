@@ -1651,6 +1651,31 @@ mod tests {
         assert_eq!(r[0].0, 0);
     }
 
+    #[test]
+    fn a_dense_pass_cut_short_leaves_no_scores_behind() {
+        // The array of scores is zero between passes; a pass that stops
+        // half-way (here a panicking filter) must not leak its sums into
+        // the next one on the same thread.
+        let mut ix = Index::new(true);
+        for i in 0..200u32 {
+            let body = if i % 3 == 0 { "hay needle" } else { "hay" };
+            ix.insert(i, &doc_terms("", "", body));
+        }
+        let ids = seq_ids(200);
+        let id_of = |s: u32| ids[s as usize].as_str();
+        let array = |_: &[&Postings], _: usize| true;
+        let boom = |_: u32| -> bool { panic!("filter failed") };
+        let cut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ix.rank_choosing(&query_terms("hay"), 8, &boom, &id_of, array)
+        }));
+        assert!(cut.is_err());
+        let got = ix
+            .rank_choosing(&query_terms("needle"), 300, &all, &id_of, array)
+            .0;
+        assert_eq!(got.len(), 67);
+        assert_eq!(got, naive_rank(&ix, "needle", &all, &id_of));
+    }
+
     // -- expansion ---------------------------------------------------------
 
     fn links<'a>(map: &'a [(u32, &'a [u32])]) -> impl Fn(u32) -> Vec<u32> + 'a {

@@ -255,28 +255,70 @@ pub(super) fn rank_dense(
     top: &mut TopK<'_, '_>,
 ) -> usize {
     thread_local! {
-        static SCORES: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+        /// Zero between calls: the last pass zeroes what it reads, so no
+        /// call clears the whole array first. `true` while a call runs
+        /// (were one cut short, the next clears it).
+        static SCORES: std::cell::RefCell<(Vec<f64>, bool)> =
+            const { std::cell::RefCell::new((Vec::new(), false)) };
     }
     SCORES.with(|cell| {
-        let mut scores = cell.borrow_mut();
-        scores.clear();
-        scores.resize(lens.of.len(), 0.0);
+        let (scores, busy) = &mut *cell.borrow_mut();
+        if *busy || scores.len() != lens.of.len() {
+            scores.clear();
+            scores.resize(lens.of.len(), 0.0);
+        }
+        *busy = true;
         for (list, &idf) in lists.iter().zip(idfs) {
-            for (p, &slot) in list.slots().iter().enumerate() {
-                if let Some(len) = lens.of_slot(slot) {
-                    scores[slot as usize] += lens.part(idf, list.tf_at(p), len);
+            accumulate(scores, list, idf, lens);
+        }
+        let scored = offer_scores(scores, top);
+        *busy = false;
+        scored
+    })
+}
+
+/// Adds each posting's part of its document's score to `scores` (of
+/// [`Lengths::part`], the same operations in the same order, with the
+/// lookups hoisted out of the loop).
+fn accumulate(scores: &mut [f64], list: &Postings, idf: f64, lens: &Lengths<'_>) {
+    let n = scores.len().min(lens.of.len()).min(lens.present.len());
+    let (scores, of, present) = (&mut scores[..n], &lens.of[..n], &lens.present[..n]);
+    let (c0, c1) = lens.norm;
+    let w = idf * (K1 + 1.0);
+    for (p, &slot) in list.slots().iter().enumerate() {
+        let i = slot as usize;
+        if i < n && present[i] {
+            let tf = f64::from(list.tf_at(p));
+            scores[i] += w * tf / (tf + (c0 + c1 * f64::from(of[i])));
+        }
+    }
+}
+
+/// Offers to `top` each positive score of `scores` at or above its floor,
+/// zeroing `scores`. Scores are tested a block at a time without
+/// branching, so the blocks none of whose scores can enter (nearly all,
+/// once `k` are kept) cost a few vector instructions: at 100,000 concepts
+/// of Zipf prose, a search of two common words went from 1.06 to 0.33 ms
+/// through the daemon's socket (a test of each score with a branch taken
+/// at random was most of the pass).
+fn offer_scores(scores: &mut [f64], top: &mut TopK<'_, '_>) -> usize {
+    const BLOCK: usize = 16;
+    // `s >= least` is `s > 0.0` for every score (none is NaN).
+    let least = f64::from_bits(1);
+    let mut scored = 0;
+    for (b, block) in scores.chunks_mut(BLOCK).enumerate() {
+        let floor = top.floor.max(least);
+        if block.iter().fold(false, |any, &s| any | (s >= floor)) {
+            for (i, &s) in block.iter().enumerate() {
+                if s > 0.0 && s >= top.floor {
+                    scored += 1;
+                    top.offer((b * BLOCK + i) as u32, s);
                 }
             }
         }
-        let mut scored = 0;
-        for (slot, &s) in scores.iter().enumerate() {
-            if s > 0.0 && s >= top.floor {
-                scored += 1;
-                top.offer(slot as u32, s);
-            }
-        }
-        scored
-    })
+        block.fill(0.0);
+    }
+    scored
 }
 
 /// Whether [`rank_dense`] ranks `lists` over `slots` slots faster than
