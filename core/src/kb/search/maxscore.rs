@@ -277,19 +277,16 @@ pub(super) fn rank_dense(
     })
 }
 
-/// Adds each posting's part of its document's score to `scores` (of
-/// [`Lengths::part`], the same operations in the same order, with the
-/// lookups hoisted out of the loop).
+/// Adds each posting's [`Lengths::part`] to its document's score in
+/// `scores`, the three arrays cut to one length first so that the loop
+/// checks one bound per posting.
 fn accumulate(scores: &mut [f64], list: &Postings, idf: f64, lens: &Lengths<'_>) {
     let n = scores.len().min(lens.of.len()).min(lens.present.len());
     let (scores, of, present) = (&mut scores[..n], &lens.of[..n], &lens.present[..n]);
-    let (c0, c1) = lens.norm;
-    let w = idf * (K1 + 1.0);
     for (p, &slot) in list.slots().iter().enumerate() {
         let i = slot as usize;
         if i < n && present[i] {
-            let tf = f64::from(list.tf_at(p));
-            scores[i] += w * tf / (tf + (c0 + c1 * f64::from(of[i])));
+            scores[i] += lens.part(idf, list.tf_at(p), of[i]);
         }
     }
 }
