@@ -437,11 +437,14 @@ impl Storage for PgStore {
             "SELECT hash, bytes FROM okfit_blobs WHERE tenant = $1 AND hash = ANY($2)",
             &[&self.id, &hashes],
         )?;
-        let mut found: HashMap<&str, Vec<u8>> = HashMap::with_capacity(rows.len());
+        let mut found: HashMap<&str, &[u8]> = HashMap::with_capacity(rows.len());
         for r in &rows {
             found.insert(r.try_get(0).map_err(pg_err)?, r.try_get(1).map_err(pg_err)?);
         }
-        Ok(hashes.iter().map(|h| found.get(h).cloned()).collect())
+        Ok(hashes
+            .iter()
+            .map(|h| found.get(h).map(|b| b.to_vec()))
+            .collect())
     }
 
     fn terms_of(&self, slot: u32) -> Result<Option<DocTerms>, Error> {

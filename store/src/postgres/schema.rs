@@ -37,6 +37,15 @@ ALTER TABLE okfit_postings DROP CONSTRAINT okfit_postings_pkey,
 -- terms its rows still hold (NULL: none); see store/src/postgres/pending.rs.
 CREATE TABLE okfit_pending(tenant BIGINT NOT NULL, slot INTEGER NOT NULL, posted BYTEA,
   PRIMARY KEY(tenant, slot));
+", "
+-- A text is kept in its row (compressed first when the row would not fit a
+-- page, moved out of line only when it still would not), not in the TOAST
+-- table a row above 2 KB sends it to: a search reads its hits' texts for
+-- their passages, and a row read from the table alone costs one page where
+-- an out-of-line text costs an index lookup and a page per 2 KB besides.
+-- Texts stored before this migration stay where they are until rewritten.
+ALTER TABLE okfit_blobs SET (toast_tuple_target = 8160);
+ALTER TABLE okfit_blobs ALTER COLUMN bytes SET STORAGE MAIN;
 "];
 
 /// The lock key migrations run under (any constant shared by replicas).
