@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::diag::{Diagnostic, Tier};
 use crate::frontmatter::{self, Split};
 use crate::markdown::{self, Block, ItemStart};
+use crate::node::{Mapping, Node};
 use crate::text::{Positions, Range};
 use crate::time::{self, Instant, Parsed};
 use serde_json::{Map, Value};
@@ -459,7 +460,8 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
                 doc.diagnostics = cx.diags;
                 return doc;
             };
-            match decode_yaml(&mut cx, &b) {
+            let mut held = None;
+            match decode_yaml(&mut cx, &b, &text[b.yaml_start..b.yaml_end], &mut held) {
                 None => doc.kind = Kind::Undecodable,
                 Some(value) => match decode_concept(&mut cx, &b, value, body, opts) {
                     None => doc.kind = Kind::Undecodable,
@@ -477,11 +479,20 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
     doc
 }
 
-/// Parses the YAML of a block; a failure is `frontmatter-unparseable`.
-fn decode_yaml(cx: &mut Ctx, b: &frontmatter::Block) -> Option<Value> {
-    let yaml = &cx.text[b.yaml_start..b.yaml_end];
-    match crate::yaml::parse(yaml) {
-        Ok(v) => Some(v),
+/// Parses `yaml`, the YAML of block `b`: the fast reader when it can, else
+/// the full parser, whose value is kept in `held` for the node to borrow.
+/// A failure is `frontmatter-unparseable`.
+fn decode_yaml<'x>(
+    cx: &mut Ctx,
+    b: &frontmatter::Block,
+    yaml: &'x str,
+    held: &'x mut Option<Value>,
+) -> Option<Node<'x>> {
+    if let Some(n) = crate::yaml::fast_node(yaml) {
+        return Some(n);
+    }
+    match crate::yaml::full(yaml) {
+        Ok(v) => Some(Node::from_value(held.insert(v))),
         Err(e) => {
             let msg = yaml_message(&e);
             let range = e
@@ -607,14 +618,16 @@ fn check_index_frontmatter(cx: &mut Ctx, b: &frontmatter::Block) {
         );
         return;
     }
-    let Some(v) = decode_yaml(cx, b) else {
+    let text = cx.text;
+    let mut held = None;
+    let Some(v) = decode_yaml(cx, b, &text[b.yaml_start..b.yaml_end], &mut held) else {
         return;
     };
     let ok = match &v {
-        Value::Null => true,
-        Value::Object(m) => {
-            m.keys().all(|k| k == "okf_version") && m.values().all(Value::is_string)
-        }
+        Node::Null => true,
+        Node::Object(m) => m
+            .iter()
+            .all(|(k, v)| k == "okf_version" && matches!(v, Node::String(_))),
         _ => false,
     };
     if !ok {
@@ -716,17 +729,6 @@ fn check_log(cx: &mut Ctx, body: &str, base: usize) {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 /// `parent[i]` (or `parent` alone): a field path written only when a
 /// message needs it, so reading a valid concept formats nothing.
 #[derive(Clone, Copy)]
@@ -773,23 +775,28 @@ impl Fam<'_, '_> {
         self.cx.lint("family-invalid", format!("{path}: {msg}"), r);
     }
 
-    fn string(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<String> {
+    fn string(&mut self, top: &str, path: impl Display + Copy, v: &Node) -> Option<String> {
+        self.str(top, path, v).map(str::to_string)
+    }
+
+    /// [`Fam::string`], borrowed.
+    fn str<'v>(&mut self, top: &str, path: impl Display + Copy, v: &'v Node) -> Option<&'v str> {
         match v {
-            Value::String(s) => Some(s.clone()),
+            Node::String(s) => Some(s),
             other => {
                 self.invalid(
                     top,
                     path,
-                    &format!("expected a string, got {}", json_kind(other)),
+                    &format!("expected a string, got {}", other.kind()),
                 );
                 None
             }
         }
     }
 
-    fn timestamp(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<Instant> {
-        let s = self.string(top, path, v)?;
-        match time::parse(&s) {
+    fn timestamp(&mut self, top: &str, path: impl Display + Copy, v: &Node) -> Option<Instant> {
+        let s = self.str(top, path, v)?;
+        match time::parse(s) {
             Ok(Parsed::Instant(i)) => Some(i),
             Ok(Parsed::DateOnly(i)) => {
                 let r = self.key_range(top);
@@ -809,7 +816,7 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn actor(&mut self, top: &str, path: impl Display + Copy, v: &Value) -> Option<String> {
+    fn actor(&mut self, top: &str, path: impl Display + Copy, v: &Node) -> Option<String> {
         let s = self.string(top, path, v)?;
         match actor::classify(&s) {
             None => {
@@ -829,19 +836,19 @@ impl Fam<'_, '_> {
         }
     }
 
-    fn mapping<'v>(
+    fn mapping<'v, 'x>(
         &mut self,
         top: &str,
         path: impl Display,
-        v: &'v Value,
-    ) -> Option<&'v Map<String, Value>> {
+        v: &'v Node<'x>,
+    ) -> Option<&'v Mapping<'x>> {
         match v {
-            Value::Object(m) => Some(m),
+            Node::Object(m) => Some(m),
             other => {
                 self.invalid(
                     top,
                     path,
-                    &format!("expected a mapping, got {}", json_kind(other)),
+                    &format!("expected a mapping, got {}", other.kind()),
                 );
                 None
             }
@@ -852,13 +859,13 @@ impl Fam<'_, '_> {
         &mut self,
         top: &str,
         path: impl Display + Copy,
-        v: &Value,
+        v: &Node,
     ) -> Option<Vec<String>> {
-        let Value::Array(a) = v else {
+        let Node::Array(a) = v else {
             self.invalid(
                 top,
                 path,
-                &format!("expected a list of strings, got {}", json_kind(v)),
+                &format!("expected a list of strings, got {}", v.kind()),
             );
             return None;
         };
@@ -873,7 +880,7 @@ impl Fam<'_, '_> {
         ok.then_some(out)
     }
 
-    fn usage_window(&mut self, top: &str, path: impl Display + Copy, v: &Value) {
+    fn usage_window(&mut self, top: &str, path: impl Display + Copy, v: &Node) {
         if let Some(m) = self.mapping(top, path, v) {
             for k in ["from", "to"] {
                 match m.get(k) {
@@ -892,17 +899,17 @@ type Decoded = (Concept, Vec<Link>, Vec<String>);
 fn decode_concept(
     cx: &mut Ctx,
     b: &frontmatter::Block,
-    value: Value,
+    value: Node,
     body: &str,
     opts: &ParseOptions,
 ) -> Option<Decoded> {
-    let Value::Object(map) = value else {
+    let Node::Object(map) = value else {
         cx.conformance("type-missing", "frontmatter is not a mapping".into(), None);
         return None;
     };
     let type_name = match map.get("type") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(Value::String(_)) => {
+        Some(Node::String(s)) if !s.trim().is_empty() => s.to_string(),
+        Some(Node::String(_)) => {
             cx.conformance("type-missing", "`type` must not be empty".into(), None);
             return None;
         }
@@ -963,7 +970,7 @@ fn decode_concept(
         .unwrap_or_default();
     if let Some(v) = map.get("sources") {
         match v {
-            Value::Array(items) => {
+            Node::Array(items) => {
                 for (i, it) in items.iter().enumerate() {
                     let p = Item(&"sources", Some(i));
                     let Some(m) = f.mapping("sources", p, it) else {
@@ -992,7 +999,7 @@ fn decode_concept(
                             f.invalid(
                                 "sources",
                                 Field(&p, "usage_count"),
-                                &format!("expected a number, got {}", json_kind(x)),
+                                &format!("expected a number, got {}", x.kind()),
                             );
                         }
                     }
@@ -1007,7 +1014,7 @@ fn decode_concept(
             other => f.invalid(
                 "sources",
                 "sources",
-                &format!("expected a list, got {}", json_kind(other)),
+                &format!("expected a list, got {}", other.kind()),
             ),
         }
     }
@@ -1028,7 +1035,7 @@ fn decode_concept(
                 .get("at")
                 .and_then(|x| f.timestamp("generated", "generated.at", x));
             let sha = match m.get("body_sha256") {
-                Some(Value::String(s))
+                Some(Node::String(s))
                     if s.len() == 64 && s.bytes().all(|c| c.is_ascii_hexdigit()) =>
                 {
                     Some(s.to_ascii_lowercase())
@@ -1068,16 +1075,16 @@ fn decode_concept(
     }
     let mut verified = vec![];
     if let Some(v) = map.get("verified") {
-        let entries: Vec<(Option<usize>, &Value)> = match v {
-            Value::Array(a) => a.iter().enumerate().map(|(i, x)| (Some(i), x)).collect(),
-            Value::Object(_) => vec![(None, v)],
+        let entries: Vec<(Option<usize>, &Node)> = match v {
+            Node::Array(a) => a.iter().enumerate().map(|(i, x)| (Some(i), x)).collect(),
+            Node::Object(_) => vec![(None, v)],
             other => {
                 f.invalid(
                     "verified",
                     "verified",
                     &format!(
                         "expected a mapping or a list of mappings, got {}",
-                        json_kind(other)
+                        other.kind()
                     ),
                 );
                 vec![]
@@ -1108,7 +1115,7 @@ fn decode_concept(
         }
     }
     let status = match map.get("status") {
-        None | Some(Value::Null) => None,
+        None | Some(Node::Null) => None,
         Some(v) => match f.string("status", "status", v) {
             Some(s) => {
                 if !matches!(s.as_str(), "draft" | "stable" | "deprecated" | "current") {
@@ -1129,7 +1136,7 @@ fn decode_concept(
         .and_then(|v| f.timestamp("stale_after", "stale_after", v));
     if type_name == "Attested Computation" {
         match map.get("runtime") {
-            None | Some(Value::Null) => {
+            None | Some(Node::Null) => {
                 let r = f.whole;
                 f.cx.lint(
                     "computation-runtime-missing",
@@ -1143,7 +1150,7 @@ fn decode_concept(
         }
         if let Some(v) = map.get("parameters") {
             match v {
-                Value::Array(a) => {
+                Node::Array(a) => {
                     for (i, p) in a.iter().enumerate() {
                         let path = Item(&"parameters", Some(i));
                         if let Some(m) = f.mapping("parameters", path, p) {
@@ -1160,7 +1167,7 @@ fn decode_concept(
                                     f.invalid(
                                         "parameters",
                                         Field(&path, "required"),
-                                        &format!("expected a boolean, got {}", json_kind(x)),
+                                        &format!("expected a boolean, got {}", x.kind()),
                                     );
                                 }
                             }
@@ -1170,7 +1177,7 @@ fn decode_concept(
                 other => f.invalid(
                     "parameters",
                     "parameters",
-                    &format!("expected a list, got {}", json_kind(other)),
+                    &format!("expected a list, got {}", other.kind()),
                 ),
             }
         }
@@ -1209,16 +1216,16 @@ fn decode_concept(
     }
 
     let publication = (type_name == "Publication").then(|| PublicationSpec {
-        surface: map.get("surface").cloned(),
+        surface: map.get("surface").map(Node::to_value),
         surface_range: f.key_range("surface"),
         renders: match map.get("renders") {
-            Some(Value::Array(a)) if !a.is_empty() => a
+            Some(Node::Array(a)) if !a.is_empty() => a
                 .iter()
                 .map(|e| {
-                    let path = e.get("path").and_then(Value::as_str)?;
+                    let path = e.get("path").and_then(Node::as_str)?;
                     let sha = match e.get("body_sha256") {
-                        None | Some(Value::Null) => None,
-                        Some(Value::String(s)) => Some(s.to_ascii_lowercase()),
+                        None | Some(Node::Null) => None,
+                        Some(Node::String(s)) => Some(s.to_ascii_lowercase()),
                         Some(_) => return None,
                     };
                     Some((path.to_string(), sha))
@@ -1248,7 +1255,7 @@ fn decode_concept(
         }
     }
     for k in required {
-        if map.get(k.as_str()).is_none_or(Value::is_null) {
+        if map.get(k.as_str()).is_none_or(Node::is_null) {
             let r = f.whole;
             f.cx.lint(
                 "required-key-missing",
@@ -1336,9 +1343,9 @@ fn decode_concept(
     };
     if !tokens.is_empty() {
         let source_ids: Vec<&str> = match map.get("sources") {
-            Some(Value::Array(a)) => a
+            Some(Node::Array(a)) => a
                 .iter()
-                .filter_map(|s| s.get("id").and_then(Value::as_str))
+                .filter_map(|s| s.get("id").and_then(Node::as_str))
                 .collect(),
             _ => vec![],
         };
@@ -1402,7 +1409,7 @@ fn decode_concept(
         generated,
         verified,
         stale_after,
-        frontmatter: opts.keep_frontmatter.then_some(map),
+        frontmatter: opts.keep_frontmatter.then(|| map.to_map()),
         body_digest: digest,
         surface_glob,
         publication,
@@ -1410,8 +1417,8 @@ fn decode_concept(
     Some((concept, links, scan.slugs))
 }
 
-fn short_json(v: &Value) -> String {
-    let s = v.to_string();
+fn short_json(v: &Node) -> String {
+    let s = v.to_value().to_string();
     if s.chars().count() > 80 {
         let t: String = s.chars().take(80).collect();
         format!("{t}…")

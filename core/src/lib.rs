@@ -17,6 +17,7 @@ pub mod doc;
 pub mod frontmatter;
 pub mod kb;
 pub mod markdown;
+pub mod node;
 pub mod overlay;
 pub mod paths;
 pub mod profile;

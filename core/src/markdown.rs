@@ -107,8 +107,27 @@ impl Slugger {
 
 /// Lowercase; letters, digits, `_`, `-` kept; spaces become `-`; everything else dropped.
 pub fn slug_base(text: &str) -> String {
+    let text = text.trim();
+    if text.is_ascii() {
+        // Nearly every heading: the same rules, a byte at a time.
+        let mut s = String::with_capacity(text.len());
+        for c in text.bytes() {
+            match c {
+                b' ' => s.push('-'),
+                b'_' | b'-' => s.push(c as char),
+                _ if c.is_ascii_alphanumeric() => s.push(c.to_ascii_lowercase() as char),
+                _ => {}
+            }
+        }
+        return s;
+    }
+    slug_chars(text)
+}
+
+/// [`slug_base`] a character at a time, for any text.
+fn slug_chars(text: &str) -> String {
     let mut s = String::with_capacity(text.len());
-    for c in text.trim().chars() {
+    for c in text.chars() {
         if c == ' ' {
             s.push('-');
         } else if c.is_alphanumeric() || c == '_' || c == '-' {
@@ -490,6 +509,15 @@ pub fn footnote_definitions(body: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_slugs_equal_the_general_rule() {
+        let mut texts: Vec<String> = vec![" The v4 SQLite decision? ".into(), "a_b-c D!".into()];
+        texts.extend((0u8..128).map(|c| format!("x{}Y z", c as char)));
+        for t in texts {
+            assert_eq!(slug_base(&t), slug_chars(t.trim()), "{t:?}");
+        }
+    }
 
     #[test]
     fn links_slugs_code() {

@@ -13,7 +13,9 @@
 //! in `core/tests/yaml_fast.rs` and the `yaml_fast` fuzz target hold the
 //! two to the same answers.
 
-use serde_json::{Map, Number, Value};
+use crate::node::{Mapping, Node};
+use serde_json::{Number, Value};
+use std::borrow::Cow;
 
 /// Larger frontmatter goes to the full parser, whose budgets (nodes,
 /// events) then apply exactly as they would without the fast reader.
@@ -24,8 +26,8 @@ const MAX_FAST_DEPTH: usize = 24;
 /// Parses frontmatter YAML: the fast reader when it can, else the full
 /// parser. The value is the same either way.
 pub fn parse(yaml: &str) -> Result<Value, serde_saphyr::Error> {
-    match fast(yaml) {
-        Some(v) => Ok(v),
+    match fast_node(yaml) {
+        Some(n) => Ok(n.to_value()),
         None => full(yaml),
     }
 }
@@ -58,6 +60,11 @@ fn options() -> serde_saphyr::Options {
 /// The fast reader alone: `Some` with the full parser's value, or `None`
 /// when the text is outside the subset it reads.
 pub fn fast(yaml: &str) -> Option<Value> {
+    fast_node(yaml).map(|n| n.to_value())
+}
+
+/// [`fast`] as a [`Node`] borrowing from `yaml`: what the validator reads.
+pub fn fast_node(yaml: &str) -> Option<Node<'_>> {
     if yaml.len() > MAX_FAST_BYTES || !printable(yaml) {
         return None;
     }
@@ -71,7 +78,7 @@ pub fn fast(yaml: &str) -> Option<Value> {
         depth: 0,
     };
     let root = r.mapping(0)?;
-    (r.at == r.lines.len()).then_some(Value::Object(root))
+    (r.at == r.lines.len()).then_some(Node::Object(root))
 }
 
 /// Only characters the reader handles the same way as the full parser:
@@ -151,9 +158,9 @@ impl<'a> Reader<'a> {
     }
 
     /// A block mapping whose keys sit at column `n`.
-    fn mapping(&mut self, n: usize) -> Option<Map<String, Value>> {
+    fn mapping(&mut self, n: usize) -> Option<Mapping<'a>> {
         self.deeper()?;
-        let mut map = Map::new();
+        let mut map = Mapping::default();
         while let Some(line) = self.peek() {
             if line.indent < n {
                 break;
@@ -164,7 +171,7 @@ impl<'a> Reader<'a> {
             let (key, rest) = split_key(line.text)?;
             self.at += 1;
             let value = self.value_of_key(n, rest)?;
-            if map.insert(key.to_owned(), value).is_some() {
+            if !map.insert_new(Cow::Borrowed(key), value) {
                 // A duplicate key: the full parser says so.
                 return None;
             }
@@ -175,14 +182,14 @@ impl<'a> Reader<'a> {
 
     /// The value after `key:` on a line at column `n`: inline, a nested
     /// block on the following lines, or null.
-    fn value_of_key(&mut self, n: usize, rest: &'a str) -> Option<Value> {
+    fn value_of_key(&mut self, n: usize, rest: &'a str) -> Option<Node<'a>> {
         let rest = rest.trim_start_matches(' ');
         if rest.is_empty() || rest.starts_with('#') {
             return match self.peek() {
                 Some(l) if l.indent > n && is_item(l.text) => self.sequence(l.indent),
-                Some(l) if l.indent > n => self.mapping(l.indent).map(Value::Object),
+                Some(l) if l.indent > n => self.mapping(l.indent).map(Node::Object),
                 Some(l) if l.indent == n && is_item(l.text) => self.sequence(n),
-                _ => Some(Value::Null),
+                _ => Some(Node::Null),
             };
         }
         let v = inline(rest)?;
@@ -195,7 +202,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A block sequence whose dashes sit at column `m`.
-    fn sequence(&mut self, m: usize) -> Option<Value> {
+    fn sequence(&mut self, m: usize) -> Option<Node<'a>> {
         self.deeper()?;
         let mut items = Vec::new();
         while let Some(line) = self.peek() {
@@ -220,7 +227,7 @@ impl<'a> Reader<'a> {
                     indent: col,
                     text: body,
                 };
-                items.push(Value::Object(self.mapping(col)?));
+                items.push(Node::Object(self.mapping(col)?));
             } else {
                 self.at += 1;
                 let v = inline(body)?;
@@ -231,7 +238,7 @@ impl<'a> Reader<'a> {
             }
         }
         self.depth -= 1;
-        Some(Value::Array(items))
+        Some(Node::Array(items))
     }
 }
 
@@ -287,15 +294,15 @@ fn only_comment(rest: &str) -> bool {
 
 /// An inline value in block context: a quoted scalar, a flow collection or
 /// a plain scalar, with nothing but a comment after it.
-fn inline(text: &str) -> Option<Value> {
+fn inline(text: &str) -> Option<Node<'_>> {
     match text.as_bytes()[0] {
         b'"' => {
             let (s, rest) = double_quoted(text)?;
-            only_comment(rest).then_some(Value::String(s))
+            only_comment(rest).then_some(Node::String(s))
         }
         b'\'' => {
             let (s, rest) = single_quoted(text)?;
-            only_comment(rest).then_some(Value::String(s))
+            only_comment(rest).then_some(Node::String(s))
         }
         b'[' => {
             let (v, rest) = flow_sequence(text)?;
@@ -320,27 +327,27 @@ fn inline(text: &str) -> Option<Value> {
 }
 
 /// The type the full parser gives a plain scalar, when unambiguous.
-fn plain(s: &str) -> Option<Value> {
+fn plain(s: &str) -> Option<Node<'_>> {
     let c = *s.as_bytes().first()?;
     match s {
-        "true" => return Some(Value::Bool(true)),
-        "false" => return Some(Value::Bool(false)),
-        "null" | "~" => return Some(Value::Null),
+        "true" => return Some(Node::Bool(true)),
+        "false" => return Some(Node::Bool(false)),
+        "null" | "~" => return Some(Node::Null),
         _ => {}
     }
     let relative = s.starts_with("./") || s.starts_with("../");
     if c.is_ascii_alphabetic() || c == b'_' || c == b'/' || c >= 0x80 || relative {
-        return (!keyword(s)).then(|| Value::String(s.to_owned()));
+        return (!keyword(s)).then_some(Node::String(Cow::Borrowed(s)));
     }
     if c.is_ascii_digit() || c == b'-' {
         if let Some(n) = integer(s) {
-            return Some(Value::Number(n));
+            return Some(Node::Number(n));
         }
         if let Some(n) = decimal(s) {
-            return Some(Value::Number(n));
+            return Some(Node::Number(n));
         }
         if date(s) || not_a_number(s) {
-            return Some(Value::String(s.to_owned()));
+            return Some(Node::String(Cow::Borrowed(s)));
         }
     }
     None
@@ -348,11 +355,18 @@ fn plain(s: &str) -> Option<Value> {
 
 /// A word that starts with a digit but cannot be read as a number in any
 /// notation (a digest, `3rd`, `12:30`): it has a character no number has,
-/// and no `0x`/`0o`/`0b` prefix.
+/// and no `0x`/`0o`/`0b` prefix, or it is letters and digits after `0b` or
+/// `0o` with a digit that radix lacks (a digest such as `0b9f…`).
 fn not_a_number(s: &str) -> bool {
     let b = s.as_bytes();
+    if b[0] == b'0' && matches!(b.get(1), Some(b'o' | b'b')) {
+        let radix_lacks = if b[1] == b'b' { b'2' } else { b'8' };
+        let rest = &b[2..];
+        return rest.iter().all(u8::is_ascii_alphanumeric)
+            && rest.iter().any(|c| (radix_lacks..=b'9').contains(c));
+    }
     b[0].is_ascii_digit()
-        && !(b[0] == b'0' && matches!(b.get(1), Some(b'x' | b'X' | b'o' | b'O' | b'b' | b'B')))
+        && !(b[0] == b'0' && matches!(b.get(1), Some(b'x' | b'X' | b'O' | b'B')))
         && b.iter()
             .any(|c| !(c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'+' | b'-' | b'e' | b'E')))
 }
@@ -401,14 +415,19 @@ fn date(s: &str) -> bool {
 
 /// A double-quoted scalar on one line, with the escapes `\\ \" \/ \n \t
 /// \r`; returns the string and what follows the closing quote.
-fn double_quoted(text: &str) -> Option<(String, &str)> {
+fn double_quoted(text: &str) -> Option<(Cow<'_, str>, &str)> {
     let mut rest = &text[1..];
+    // Nearly every quoted scalar has no escape: then it is the text itself.
+    let i = rest.find(['"', '\\', '\n', '\r'])?;
+    if rest.as_bytes()[i] == b'"' {
+        return Some((Cow::Borrowed(&rest[..i]), &rest[i + 1..]));
+    }
     let mut out = String::new();
     loop {
         let i = rest.find(['"', '\\', '\n', '\r'])?;
         out.push_str(&rest[..i]);
         match rest.as_bytes()[i] {
-            b'"' => return Some((out, &rest[i + 1..])),
+            b'"' => return Some((Cow::Owned(out), &rest[i + 1..])),
             b'\\' => {
                 out.push(match rest.as_bytes().get(i + 1)? {
                     b'\\' => '\\',
@@ -427,8 +446,12 @@ fn double_quoted(text: &str) -> Option<(String, &str)> {
 }
 
 /// A single-quoted scalar on one line (`''` is a quote).
-fn single_quoted(text: &str) -> Option<(String, &str)> {
+fn single_quoted(text: &str) -> Option<(Cow<'_, str>, &str)> {
     let body = &text[1..];
+    let i = body.find('\'')?;
+    if !body[i + 1..].starts_with('\'') {
+        return Some((Cow::Borrowed(&body[..i]), &body[i + 1..]));
+    }
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
     loop {
@@ -438,17 +461,17 @@ fn single_quoted(text: &str) -> Option<(String, &str)> {
             out.push('\'');
             rest = &rest[i + 2..];
         } else {
-            return Some((out, &rest[i + 1..]));
+            return Some((Cow::Owned(out), &rest[i + 1..]));
         }
     }
 }
 
 /// A scalar inside a flow collection: quoted, or plain up to the next `,`
 /// or the closing bracket. Returns the value and the text after it.
-fn flow_scalar(text: &str, close: u8) -> Option<(Value, &str)> {
+fn flow_scalar(text: &str, close: u8) -> Option<(Node<'_>, &str)> {
     match text.as_bytes().first()? {
-        b'"' => double_quoted(text).map(|(s, r)| (Value::String(s), r)),
-        b'\'' => single_quoted(text).map(|(s, r)| (Value::String(s), r)),
+        b'"' => double_quoted(text).map(|(s, r)| (Node::String(s), r)),
+        b'\'' => single_quoted(text).map(|(s, r)| (Node::String(s), r)),
         _ => {
             let end = memchr::memchr2(b',', close, text.as_bytes())?;
             let s = text[..end].trim_end_matches(' ');
@@ -477,11 +500,11 @@ fn flow_next(text: &str, close: u8) -> Option<(bool, &str)> {
 }
 
 /// `[a, "b", 3]` on one line: scalars only.
-fn flow_sequence(text: &str) -> Option<(Value, &str)> {
+fn flow_sequence(text: &str) -> Option<(Node<'_>, &str)> {
     let mut rest = text[1..].trim_start_matches(' ');
     let mut items = Vec::new();
     if let Some(r) = rest.strip_prefix(']') {
-        return Some((Value::Array(items), r));
+        return Some((Node::Array(items), r));
     }
     loop {
         let (v, r) = flow_scalar(rest, b']')?;
@@ -489,29 +512,29 @@ fn flow_sequence(text: &str) -> Option<(Value, &str)> {
         let (closed, r) = flow_next(r, b']')?;
         rest = r;
         if closed {
-            return Some((Value::Array(items), rest));
+            return Some((Node::Array(items), rest));
         }
     }
 }
 
 /// `{a: 1, b: "x"}` on one line: plain keys and scalar values only.
-fn flow_mapping(text: &str) -> Option<(Value, &str)> {
+fn flow_mapping(text: &str) -> Option<(Node<'_>, &str)> {
     let mut rest = text[1..].trim_start_matches(' ');
-    let mut map = Map::new();
+    let mut map = Mapping::default();
     if let Some(r) = rest.strip_prefix('}') {
-        return Some((Value::Object(map), r));
+        return Some((Node::Object(map), r));
     }
     loop {
         let (key, r) = split_key(rest)?;
         let r = r.strip_prefix(' ')?.trim_start_matches(' ');
         let (v, r) = flow_scalar(r, b'}')?;
-        if map.insert(key.to_owned(), v).is_some() {
+        if !map.insert_new(Cow::Borrowed(key), v) {
             return None;
         }
         let (closed, r) = flow_next(r, b'}')?;
         rest = r;
         if closed {
-            return Some((Value::Object(map), rest));
+            return Some((Node::Object(map), rest));
         }
     }
 }
