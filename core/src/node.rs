@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// A YAML value of the JSON data model, strings borrowed where the text
 /// holds them verbatim.
@@ -27,33 +28,63 @@ pub enum Node<'a> {
 
 /// A mapping's entries in the order written, each key once.
 #[derive(Debug, Clone, Default)]
-pub struct Mapping<'a>(Vec<(Cow<'a, str>, Node<'a>)>);
+pub struct Mapping<'a> {
+    entries: Vec<(Cow<'a, str>, Node<'a>)>,
+    /// Each key's position, made once the mapping outgrows a scan, so a
+    /// frontmatter of thousands of keys costs no more than a few. Keyed
+    /// with std's randomly seeded hasher: the keys are anyone's input.
+    index: Option<HashMap<Cow<'a, str>, usize>>,
+}
+
+/// Mappings up to this size are searched by a scan (nearly every one).
+const SCAN_MAX: usize = 16;
 
 impl<'a> Mapping<'a> {
-    /// The value of `key`. Frontmatter mappings hold a few dozen keys at
-    /// most, so a scan beats hashing.
+    /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Node<'a>> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        match &self.index {
+            Some(ix) => ix.get(key).map(|&i| &self.entries[i].1),
+            None => self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+        }
     }
 
     /// Adds `key`, unless the mapping holds it already (then `false`).
     pub fn insert_new(&mut self, key: Cow<'a, str>, value: Node<'a>) -> bool {
-        if self.0.iter().any(|(k, _)| *k == key) {
-            return false;
+        if self.index.is_none() && self.entries.len() >= SCAN_MAX {
+            let ix = self
+                .entries
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect();
+            self.index = Some(ix);
         }
-        self.0.push((key, value));
+        match &mut self.index {
+            Some(ix) => {
+                if ix.contains_key(&key) {
+                    return false;
+                }
+                ix.insert(key.clone(), self.entries.len());
+            }
+            None => {
+                if self.entries.iter().any(|(k, _)| *k == key) {
+                    return false;
+                }
+            }
+        }
+        self.entries.push((key, value));
         true
     }
 
     /// The entries, in the order written.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Node<'a>)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+        self.entries.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     /// The mapping as JSON, keys in the order written.
     pub fn to_map(&self) -> Map<String, Value> {
-        let mut m = Map::with_capacity(self.0.len());
-        for (k, v) in &self.0 {
+        let mut m = Map::with_capacity(self.entries.len());
+        for (k, v) in &self.entries {
             m.insert(k.to_string(), v.to_value());
         }
         m
@@ -124,11 +155,37 @@ impl<'a> Node<'a> {
             Value::Number(n) => Node::Number(n.clone()),
             Value::String(s) => Node::String(Cow::Borrowed(s)),
             Value::Array(a) => Node::Array(a.iter().map(Node::from_value).collect()),
-            Value::Object(m) => Node::Object(Mapping(
-                m.iter()
-                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Node::from_value(v)))
-                    .collect(),
-            )),
+            Value::Object(m) => {
+                let mut out = Mapping::default();
+                for (k, v) in m {
+                    out.insert_new(Cow::Borrowed(k), Node::from_value(v));
+                }
+                Node::Object(out)
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_mappings_find_keys_and_refuse_duplicates() {
+        let names: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+        let mut m = Mapping::default();
+        for (i, k) in names.iter().enumerate() {
+            assert!(m.insert_new(Cow::Borrowed(k), Node::Number(i.into())));
+        }
+        for (i, k) in names.iter().enumerate() {
+            assert!(matches!(m.get(k), Some(Node::Number(n)) if n.as_u64() == Some(i as u64)));
+            assert!(!m.insert_new(Cow::Borrowed(k), Node::Null), "{k} twice");
+        }
+        assert!(m.get("k100").is_none());
+        let keys: Vec<&str> = m.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, names.iter().map(String::as_str).collect::<Vec<_>>());
+        let v = Node::Object(m).to_value();
+        let back = Node::from_value(&v);
+        assert_eq!(back.to_value(), v);
     }
 }

@@ -269,7 +269,11 @@ fn keyword(s: &str) -> bool {
         "true", "false", "yes", "no", "on", "off", "y", "n", "null", "none", "nan", "inf",
         "infinity",
     ];
-    s.len() <= 8 && WORDS.iter().any(|w| w.eq_ignore_ascii_case(s))
+    // Every word starts with one of these letters, in either case.
+    let first = s.as_bytes().first().map(|c| c | 0x20);
+    s.len() <= 8
+        && matches!(first, Some(b't' | b'f' | b'y' | b'n' | b'o' | b'i'))
+        && WORDS.iter().any(|w| w.eq_ignore_ascii_case(s))
 }
 
 /// Where a comment starts in a plain scalar's line: the first `#` after a

@@ -26,6 +26,18 @@ fn agree(y: &str) -> bool {
 }
 
 #[test]
+fn large_mappings_are_read_and_duplicates_declined() {
+    let keys: String = (0..3000).map(|i| format!("key_{i}: value {i}\n")).collect();
+    assert!(agree(&keys), "the fast reader should read 3,000 keys");
+    let dup = format!("{keys}key_1500: again\n");
+    assert!(
+        !agree(&dup),
+        "a duplicate key is the full parser's to report"
+    );
+    assert!(yaml::full(&dup).is_err());
+}
+
+#[test]
 fn accepted_cases_equal_the_full_parser() {
     let cases = [
         "type: Table\ntitle: \"Revenue Funnel Facts 1\"\n",
