@@ -661,6 +661,17 @@ describe("parseConcept", () => {
     assert.ok(p.diagnostics.every((d) => d.file === "metrics/revenue.md"));
   });
 
+  test("a frontmatter of many keys keeps them in order; a duplicate among them is frontmatter-unparseable", () => {
+    const keys = Array.from({ length: 40 }, (_, i) => `k${i}: v${i}`).join("\n");
+    const p = parseConcept(`---\ntype: Note\nstatus: draft\n${keys}\n---\n# N\n`, "n.md");
+    assert.equal(p.kind, "concept");
+    assert.deepEqual(Object.keys(p.frontmatter), ["type", "status", ...Array.from({ length: 40 }, (_, i) => `k${i}`)]);
+    assert.equal(p.frontmatter.k39, "v39");
+    const dup = parseConcept(`---\ntype: Note\n${keys}\nk20: again\n---\n`, "d.md");
+    assert.equal(dup.kind, "undecodable");
+    assert.ok(dup.diagnostics.some((d) => d.code === "frontmatter-unparseable"));
+  });
+
   test("the body digest is reference §8.1's (body after the closing fence, CRLF and trailing space normalised)", async () => {
     const { createHash } = await import("node:crypto");
     const body = "\n# Title\n\nText.\n";
