@@ -461,7 +461,7 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
                 return doc;
             };
             let mut held = None;
-            match decode_yaml(&mut cx, &b, &text[b.yaml_start..b.yaml_end], &mut held) {
+            match decode_yaml(&mut cx, &b, text, &mut held) {
                 None => doc.kind = Kind::Undecodable,
                 Some(value) => match decode_concept(&mut cx, &b, value, body, opts) {
                     None => doc.kind = Kind::Undecodable,
@@ -479,15 +479,17 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
     doc
 }
 
-/// Parses `yaml`, the YAML of block `b`: the fast reader when it can, else
-/// the full parser, whose value is kept in `held` for the node to borrow.
-/// A failure is `frontmatter-unparseable`.
+/// Parses the YAML of block `b` of `text` (the file's, which `cx` holds
+/// too): the fast reader when it can, else the full parser, whose value is
+/// kept in `held` for the node to borrow. A failure is
+/// `frontmatter-unparseable`.
 fn decode_yaml<'x>(
     cx: &mut Ctx,
     b: &frontmatter::Block,
-    yaml: &'x str,
+    text: &'x str,
     held: &'x mut Option<Value>,
 ) -> Option<Node<'x>> {
+    let yaml = &text[b.yaml_start..b.yaml_end];
     if let Some(n) = crate::yaml::fast_node(yaml) {
         return Some(n);
     }
@@ -620,7 +622,7 @@ fn check_index_frontmatter(cx: &mut Ctx, b: &frontmatter::Block) {
     }
     let text = cx.text;
     let mut held = None;
-    let Some(v) = decode_yaml(cx, b, &text[b.yaml_start..b.yaml_end], &mut held) else {
+    let Some(v) = decode_yaml(cx, b, text, &mut held) else {
         return;
     };
     let ok = match &v {

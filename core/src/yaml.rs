@@ -26,8 +26,8 @@ const MAX_FAST_DEPTH: usize = 24;
 /// Parses frontmatter YAML: the fast reader when it can, else the full
 /// parser. The value is the same either way.
 pub fn parse(yaml: &str) -> Result<Value, serde_saphyr::Error> {
-    match fast_node(yaml) {
-        Some(n) => Ok(n.to_value()),
+    match fast(yaml) {
+        Some(v) => Ok(v),
         None => full(yaml),
     }
 }
