@@ -5,7 +5,8 @@ use crate::config::Config;
 use crate::diag::{self, Diagnostic, Summary, Tier};
 use crate::doc::{self, Concept, Document, Link, LinkSource, ParseOptions};
 use crate::paths::{
-    dirname, glob_match, is_url, normalize, normalize_cow, percent_decode, percent_decode_cow,
+    dirname, glob_match, is_url, normalize, normalize_cow, normalize_join, percent_decode,
+    percent_decode_cow,
 };
 use crate::profile;
 use crate::text::Range;
@@ -432,7 +433,7 @@ impl Bundle {
             let joined = if dir.is_empty() {
                 normalize_cow(&decoded).map(|c| c.into_owned())
             } else {
-                normalize(&format!("{dir}/{decoded}"))
+                normalize_join(dir, &decoded)
             };
             match joined {
                 None => Resolution::External,

@@ -93,6 +93,11 @@ impl Slugger {
     /// The slug for the next heading with this text.
     pub fn slug(&mut self, text: &str) -> String {
         let base = slug_base(text);
+        if !self.seen.contains_key(&base) {
+            // The common case: a heading text not met before keeps its slug.
+            self.seen.insert(base.clone(), 0);
+            return base;
+        }
         let mut candidate = base.clone();
         let mut n = *self.seen.get(&base).unwrap_or(&0);
         while self.seen.contains_key(&candidate) {
@@ -481,11 +486,15 @@ pub fn footnote_definitions(body: &str) -> Vec<String> {
         if start - line_start > 3 || b[line_start..start].iter().any(|&c| c != b' ') {
             continue;
         }
+        // The label runs to the first `]:`, and holds no whitespace or `[`:
+        // so the search stops at the first of those.
         let rest = &body[start + 2..];
-        if let Some(close) = rest.find("]:") {
-            let label = &rest[..close];
-            if !label.is_empty() && !label.contains(char::is_whitespace) && !label.contains('[') {
-                out.push(label.to_string());
+        let stop = rest
+            .find(|c: char| c.is_whitespace() || c == '[')
+            .unwrap_or(rest.len());
+        if let Some(close) = rest[..stop].find("]:") {
+            if close > 0 {
+                out.push(rest[..close].to_string());
             }
         }
     }

@@ -17,8 +17,15 @@ pub fn normalize_cow(path: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// Normalises `.` and `..` segments and repeated slashes. `None` when the
 /// path climbs above the root.
 pub fn normalize(path: &str) -> Option<String> {
-    let mut out: Vec<&str> = vec![];
-    for seg in path.split('/') {
+    normalize_join("", path)
+}
+
+/// [`normalize`] of `dir/rel` (`rel` alone when `dir` is empty), without
+/// building the joined path first: link resolution does this for every
+/// relative link of a bundle.
+pub fn normalize_join(dir: &str, rel: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::with_capacity(8);
+    for seg in dir.split('/').chain(rel.split('/')) {
         match seg {
             "" | "." => {}
             ".." => {
@@ -27,8 +34,14 @@ pub fn normalize(path: &str) -> Option<String> {
             s => out.push(s),
         }
     }
-    let mut s = out.join("/");
-    if path.ends_with('/') && !s.is_empty() {
+    let mut s = String::with_capacity(dir.len() + rel.len() + 1);
+    for (i, seg) in out.iter().enumerate() {
+        if i > 0 {
+            s.push('/');
+        }
+        s.push_str(seg);
+    }
+    if rel.ends_with('/') && !s.is_empty() {
         s.push('/');
     }
     Some(s)
@@ -100,6 +113,37 @@ pub fn glob_match(pattern: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn joining_normalizes_as_the_joined_path_would() {
+        let dirs = ["", "a", "a/b", "a/./b"];
+        let rels = [
+            "c.md",
+            "./c.md",
+            "../c.md",
+            "../../c.md",
+            "../../../c.md",
+            "x/",
+            "./",
+            "..",
+            "a//b",
+            "/c.md",
+        ];
+        for dir in dirs {
+            for rel in rels {
+                let joined = if dir.is_empty() {
+                    rel.to_string()
+                } else {
+                    format!("{dir}/{rel}")
+                };
+                assert_eq!(
+                    normalize_join(dir, rel),
+                    normalize(&joined),
+                    "{dir} + {rel}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn paths() {
