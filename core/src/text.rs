@@ -34,6 +34,12 @@ impl<'a> Positions<'a> {
         lines.push((0u32, 0u32));
         let mut prev_end = 0usize;
         let mut u16pos: u32 = 0;
+        if ascii && memchr::memchr(b'\r', bytes).is_none() {
+            // The common case: lines end at `\n` only, and a byte offset is
+            // its UTF-16 offset.
+            lines.extend(memchr::memchr_iter(b'\n', bytes).map(|i| (i as u32 + 1, i as u32 + 1)));
+            return Positions { text, ascii, lines };
+        }
         let mut skip_lf_at = usize::MAX;
         for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
             if i == skip_lf_at {
@@ -131,6 +137,8 @@ mod tests {
         // (text, byte start, byte end) → (offset, length, line, character).
         let cases = [
             ("ab\ncd\r\nef", 7, 9, [7, 2, 2, 0]),
+            ("ab\ncd\nef", 7, 8, [7, 1, 2, 1]),
+            ("ab\n\n", 3, 4, [3, 1, 1, 0]),
             // é = 1 unit, 😀 = 2 units, \n = 1
             ("é😀\nx", 7, 8, [4, 1, 1, 0]),
             ("é😀\nx", 2, 6, [1, 2, 0, 1]),

@@ -71,10 +71,103 @@ pub fn parse(s: &str) -> Result<Parsed, String> {
     if !has_explicit_offset(s) {
         return Err(OFFSET_MESSAGE.to_string());
     }
+    if let Some(i) = canonical(s) {
+        return Ok(Parsed::Instant(i));
+    }
     let ts: jiff::Timestamp = s
         .parse()
         .map_err(|_| format!("{OFFSET_MESSAGE}; \"{s}\" is not a valid timestamp"))?;
     Ok(Parsed::Instant(Instant(ts.as_millisecond())))
+}
+
+/// The shape nearly every timestamp is written in, read without the
+/// general parser (a frontmatter holds several, and jiff's parser is most
+/// of their cost): `YYYY-MM-DDTHH:MM:SS`, an optional fraction of up to
+/// nine digits, then `Z` or `+HH:MM`/`-HH:MM`, years 1971 to 9998. `None` for
+/// anything else, which jiff then reads (and judges).
+fn canonical(s: &str) -> Option<Instant> {
+    let b = s.as_bytes();
+    let digit = |i: usize| -> Option<i64> {
+        let c = *b.get(i)?;
+        c.is_ascii_digit().then(|| i64::from(c - b'0'))
+    };
+    let two = |i: usize| Some(digit(i)? * 10 + digit(i + 1)?);
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let year = two(0)? * 100 + two(2)?;
+    let (month, day) = (two(5)?, two(8)?);
+    let (hour, minute, second) = (two(11)?, two(14)?, two(17)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        1..=12 => 31,
+        _ => return None,
+    };
+    if !(1971..=9998).contains(&year)
+        || day < 1
+        || day > month_days
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start || i - start > 9 {
+            return None;
+        }
+        // Milliseconds are the first three digits; finer ones are dropped,
+        // as `Timestamp::as_millisecond` does after 1970.
+        for k in start..start + 3 {
+            millis = millis * 10 + if k < i { digit(k)? } else { 0 };
+        }
+    }
+    let offset = match &b[i..] {
+        [b'Z'] => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (h, m) = (two(i + 1)?, two(i + 4)?);
+            if h > 23 || m > 59 || (*sign == b'-' && h == 0 && m == 0) {
+                return None;
+            }
+            let secs = h * 3600 + m * 60;
+            if *sign == b'-' {
+                -secs
+            } else {
+                secs
+            }
+        }
+        _ => return None,
+    };
+    let secs =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    Some(Instant(secs * 1000 + millis))
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Parses a caller-supplied `now`: must be a full instant with an offset.
@@ -124,6 +217,85 @@ pub fn whole_days(from: Instant, to: Instant) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// jiff's reading of a timestamp with an explicit offset.
+    fn general(s: &str) -> Option<Instant> {
+        s.parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| Instant(t.as_millisecond()))
+    }
+
+    #[test]
+    fn canonical_shape_reads_as_jiff_does() {
+        let cases = [
+            "2026-02-11T07:12:12Z",
+            "2024-02-29T23:59:59.999+05:30",
+            "2023-02-29T00:00:00Z",
+            "2000-02-29T12:00:00-08:00",
+            "1900-02-29T00:00:00Z",
+            "1971-01-01T00:00:00+23:59",
+            "1970-12-31T23:00:00-01:00",
+            "2026-12-31T23:59:60Z",
+            "2026-04-31T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T00:00:00.123456789Z",
+            "2026-01-01T00:00:00.1234567891Z",
+            "2026-01-01T00:00:00.Z",
+            "2026-01-01T00:00:00-00:00",
+            "2026-01-01T00:00:00+24:00",
+            "2026-01-01t00:00:00z",
+            "2026-01-01 00:00:00Z",
+            "9999-12-31T23:59:59.5Z",
+        ];
+        for s in cases {
+            if let Some(i) = canonical(s) {
+                assert_eq!(Some(i), general(s), "{s}");
+            }
+        }
+        assert!(canonical("2026-02-11T07:12:12Z").is_some());
+        assert!(canonical("2024-02-29T23:59:59.999+05:30").is_some());
+    }
+
+    proptest! {
+        /// Whatever the fast reading accepts, jiff reads to the same instant;
+        /// what it declines, `parse` still answers as before.
+        #[test]
+        fn canonical_agrees_with_jiff(
+            year in prop_oneof![1960i64..2100, 1960i64..10000],
+            month in 0i64..14,
+            day in 0i64..33,
+            hour in 0i64..26,
+            minute in 0i64..61,
+            second in 0i64..62,
+            frac in proptest::option::of("[0-9]{0,11}"),
+            off in prop_oneof![
+                Just("Z".to_string()),
+                (0i64..26, 0i64..61, any::<bool>()).prop_map(|(h, m, neg)| format!(
+                    "{}{h:02}:{m:02}",
+                    if neg { '-' } else { '+' }
+                )),
+            ],
+        ) {
+            let frac = frac.map(|f| format!(".{f}")).unwrap_or_default();
+            let s = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{frac}{off}");
+            match canonical(&s) {
+                Some(i) => prop_assert_eq!(Some(i), general(&s), "{}", s),
+                // Declined only outside the shape it promises to read.
+                None => prop_assert!(
+                    general(&s).is_none()
+                        || !(1971..=9998).contains(&year)
+                        || second > 59
+                        || frac.len() > 10
+                        || frac == "."
+                        || off == "-00:00"
+                        || off.get(1..3).and_then(|h| h.parse::<i64>().ok()).is_some_and(|h| h > 23),
+                    "{}", s
+                ),
+            }
+        }
+    }
 
     #[test]
     fn parses_offsets_and_dates() {
