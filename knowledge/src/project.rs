@@ -8,6 +8,7 @@ use okfit_store::discover::Project;
 use okfit_store::error::Error;
 use okfit_store::walk;
 use rayon::prelude::*;
+use std::sync::OnceLock;
 
 pub use okfit_store::live::Stamp;
 
@@ -34,7 +35,8 @@ pub struct Loaded {
     pub bundle: Bundle,
     /// Walk findings (`walk-unreadable`).
     pub extra: Vec<Diagnostic>,
-    /// `Some(repository or none)` when [`LoadOptions::git`] asked for it.
+    /// `Some(repository or none)` when [`LoadOptions::git`] asked for it
+    /// and a concept on disk needs git's history.
     pub repo: Option<Option<okfit_store::git::Repo>>,
 }
 
@@ -50,11 +52,18 @@ pub fn load_walked(
     opts: &LoadOptions,
 ) -> Result<Loaded, Error> {
     let root = &project.bundle_root;
-    // Two short git calls, run while the files are parsed.
-    let repo = opts.git.then(|| {
-        let r = root.clone();
-        std::thread::spawn(move || okfit_store::git::Repo::discover(&r))
-    });
+    // The repository is looked up (two short git calls) only once a parsed
+    // concept needs git's history, and then while the other files are
+    // still parsed; a bundle whose concepts need none spawns no git.
+    let repo: OnceLock<std::thread::JoinHandle<Option<okfit_store::git::Repo>>> = OnceLock::new();
+    let look_up_repo = |d: &doc::Document| {
+        if opts.git && d.concept.as_ref().is_some_and(needs_git_history) {
+            repo.get_or_init(|| {
+                let r = root.clone();
+                std::thread::spawn(move || okfit_store::git::Repo::discover(&r))
+            });
+        }
+    };
     let cfg = &project.config;
     let popts = ParseOptions {
         keep_frontmatter: opts.keep_frontmatter,
@@ -89,7 +98,9 @@ pub fn load_walked(
                 root: root.clone(),
                 source: e,
             })?;
-            Ok(doc::parse(rel, &bytes, &popts))
+            let d = doc::parse(rel, &bytes, &popts);
+            look_up_repo(&d);
+            Ok(d)
         })
         .collect::<Result<Vec<_>, Error>>()?;
     for (p, text) in &overlay {
@@ -103,7 +114,9 @@ pub fn load_walked(
             None => read_text(root, path),
         }
     })?;
-    let repo = repo.map(|h| h.join().ok().flatten());
+    // Not looked up: `git_drift` looks for itself if an unsaved document
+    // needs it.
+    let repo = repo.into_inner().map(|h| h.join().ok().flatten());
     Ok(Loaded {
         bundle,
         extra,
@@ -203,6 +216,15 @@ pub(crate) fn extra_findings(
     extra
 }
 
+/// True for a concept the git tier of `generated-at-drift` reads the
+/// history of: it records `generated` without a digest (and not as a
+/// legacy timestamp).
+fn needs_git_history(c: &doc::Concept) -> bool {
+    c.generated
+        .as_ref()
+        .is_some_and(|g| g.body_sha256.is_none() && g.by != "process:legacy-timestamp")
+}
+
 /// The git tier of `generated-at-drift` over the bundle's concepts that
 /// record `generated` without a digest (of those, `only` the one path when
 /// given); `repo` is the repository the load found, when it looked.
@@ -218,13 +240,12 @@ fn git_drift(
     let candidates: Vec<okfit_store::git::Candidate> = b
         .concepts()
         .filter(|(d, _)| only.is_none_or(|p| d.path == p))
+        .filter(|(_, c)| needs_git_history(c))
         .filter_map(|(d, c)| {
             let g = c.generated.as_ref()?;
-            (g.body_sha256.is_none() && g.by != "process:legacy-timestamp").then(|| {
-                okfit_store::git::Candidate {
-                    path: d.path.clone(),
-                    at: g.at,
-                }
+            Some(okfit_store::git::Candidate {
+                path: d.path.clone(),
+                at: g.at,
             })
         })
         .collect();
