@@ -17,8 +17,21 @@ export const ACME_MANIFEST = [
 ].join("\n");
 
 /**
+ * Resolves once `read()` holds a whole line (or after `ms`): stderr and
+ * stdout are separate pipes, so the server's first stderr line may reach
+ * us after its answer to `initialize` does.
+ */
+export async function firstLine(read, ms = 5000) {
+  const until = Date.now() + ms;
+  while (!read().includes("\n") && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
  * Starts `command args` over stdio with the official SDK's client named
- * `name`; resolves to `{ client, stderr() }` once initialized.
+ * `name`; resolves to `{ client, stderr() }` once initialized and its
+ * first stderr line has arrived.
  */
 export async function connectStdio(command, args, env, name) {
   const transport = new StdioClientTransport({ command, args, env, stderr: "pipe" });
@@ -26,5 +39,6 @@ export async function connectStdio(command, args, env, name) {
   transport.stderr?.on("data", (d) => (err += d.toString()));
   const client = new Client({ name, version: "0.0.0" });
   await client.connect(transport);
+  await firstLine(() => err);
   return { client, stderr: () => err };
 }

@@ -21,6 +21,7 @@ import { join } from "node:path";
 import { repo, PLATFORM, version, MCP_FILES, offlineEnv, packAll, installInto } from "./pack.mjs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { firstLine } from "./acme.mjs";
 
 const fixture = join(repo, "tests", "fixtures", "mcp", "project");
 const nativeBin = process.env.OKFIT_MCP_BIN ?? join(repo, "target", "debug", "okfit-mcp");
@@ -118,7 +119,9 @@ async function npxClient(args, extraEnv) {
   const client = new Client({ name: "okfit-npx-test", version: "0.0.0" });
   const t = performance.now();
   await client.connect(transport);
-  return { client, elapsed: performance.now() - t, stderr: () => stderr };
+  const elapsed = performance.now() - t;
+  await firstLine(() => stderr);
+  return { client, elapsed, stderr: () => stderr };
 }
 
 test("npx --yes @okfit/mcp in project mode serves the six bundle tools", { timeout: 120_000 }, async () => {
