@@ -32,14 +32,14 @@ impl<'a> Positions<'a> {
         let bytes = text.as_bytes();
         let mut lines = Vec::with_capacity(bytes.len() / 40 + 1);
         lines.push((0u32, 0u32));
-        let mut prev_end = 0usize;
-        let mut u16pos: u32 = 0;
         if ascii && memchr::memchr(b'\r', bytes).is_none() {
             // The common case: lines end at `\n` only, and a byte offset is
             // its UTF-16 offset.
             lines.extend(memchr::memchr_iter(b'\n', bytes).map(|i| (i as u32 + 1, i as u32 + 1)));
             return Positions { text, ascii, lines };
         }
+        let mut prev_end = 0usize;
+        let mut u16pos: u32 = 0;
         let mut skip_lf_at = usize::MAX;
         for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
             if i == skip_lf_at {

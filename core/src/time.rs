@@ -102,25 +102,21 @@ fn canonical(s: &str) -> Option<Instant> {
         return None;
     }
     let year = two(0)? * 100 + two(2)?;
-    let (month, day) = (two(5)?, two(8)?);
-    let (hour, minute, second) = (two(11)?, two(14)?, two(17)?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        1..=12 => 31,
-        _ => return None,
-    };
-    if !(1971..=9998).contains(&year)
-        || day < 1
-        || day > month_days
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
+    if !(1971..=9998).contains(&year) {
         return None;
     }
+    // jiff judges the calendar (days per month, leap years) and counts the
+    // days; only its text parser is skipped.
+    let datetime = jiff::civil::DateTime::new(
+        i16::try_from(year).ok()?,
+        i8::try_from(two(5)?).ok()?,
+        i8::try_from(two(8)?).ok()?,
+        i8::try_from(two(11)?).ok()?,
+        i8::try_from(two(14)?).ok()?,
+        i8::try_from(two(17)?).ok()?,
+        0,
+    )
+    .ok()?;
     let mut i = 19;
     let mut millis = 0;
     if b.get(i) == Some(&b'.') {
@@ -145,7 +141,7 @@ fn canonical(s: &str) -> Option<Instant> {
             if h > 23 || m > 59 || (*sign == b'-' && h == 0 && m == 0) {
                 return None;
             }
-            let secs = h * 3600 + m * 60;
+            let secs = i32::try_from(h * 3600 + m * 60).ok()?;
             if *sign == b'-' {
                 -secs
             } else {
@@ -154,20 +150,11 @@ fn canonical(s: &str) -> Option<Instant> {
         }
         _ => return None,
     };
-    let secs =
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    Some(Instant(secs * 1000 + millis))
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let at = jiff::tz::Offset::from_seconds(offset)
+        .ok()?
+        .to_timestamp(datetime)
+        .ok()?;
+    Some(Instant(at.as_millisecond() + millis))
 }
 
 /// Parses a caller-supplied `now`: must be a full instant with an offset.
