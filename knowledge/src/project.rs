@@ -27,6 +27,9 @@ pub struct LoadOptions {
     /// Skip lint findings, ranges and body scans: the bundle only answers
     /// queries and fills bodies in on demand ([`okfit_core::doc::body_links`]).
     pub no_diagnostics: bool,
+    /// Record each Markdown file's [`walk::Stamp`] as it is read (for a
+    /// later run to tell which files moved).
+    pub stamps: bool,
 }
 
 /// A loaded bundle and the findings the walk made.
@@ -38,17 +41,20 @@ pub struct Loaded {
     /// `Some(repository or none)` when [`LoadOptions::git`] asked for it
     /// and a concept on disk needs git's history.
     pub repo: Option<Option<okfit_store::git::Repo>>,
+    /// `(path, stamp)` of each Markdown file read from disk, when
+    /// [`LoadOptions::stamps`] asked for them.
+    pub stamps: Vec<(String, walk::Stamp)>,
 }
 
 /// Walks and parses the project's bundle.
 pub fn load(project: &Project, opts: &LoadOptions) -> Result<Loaded, Error> {
-    load_walked(project, walk::walk(&project.bundle_root)?, opts)
+    load_walked(project, &walk::walk(&project.bundle_root)?, opts)
 }
 
 /// [`load`] over a walk already made.
 pub fn load_walked(
     project: &Project,
-    walked: walk::Walked,
+    walked: &walk::Walked,
     opts: &LoadOptions,
 ) -> Result<Loaded, Error> {
     let root = &project.bundle_root;
@@ -87,27 +93,38 @@ pub fn load_walked(
     };
     let (md, assets): (Vec<_>, Vec<_>) = walked
         .files
-        .into_iter()
+        .iter()
         .partition(|(p, _)| bundle::is_document(p));
-    let mut docs: Vec<doc::Document> = md
+    let read = |rel: &String, abs: &std::path::PathBuf| -> Result<_, Error> {
+        let unreadable = |e| Error::FileUnreadable {
+            rel: rel.clone(),
+            root: root.clone(),
+            source: e,
+        };
+        if opts.stamps {
+            let (bytes, stamp) = walk::read_file_stamped(abs).map_err(unreadable)?;
+            Ok((bytes, Some(stamp)))
+        } else {
+            Ok((walk::read_file(abs).map_err(unreadable)?, None))
+        }
+    };
+    let (mut docs, stamps): (Vec<doc::Document>, Vec<Option<(String, walk::Stamp)>>) = md
         .par_iter()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
         .map(|(rel, abs)| {
-            let bytes = okfit_store::walk::read_file(abs).map_err(|e| Error::FileUnreadable {
-                rel: rel.clone(),
-                root: root.clone(),
-                source: e,
-            })?;
+            let (bytes, stamp) = read(rel, abs)?;
             let d = doc::parse(rel, &bytes, &popts);
             look_up_repo(&d);
-            Ok(d)
+            Ok((d, stamp.map(|s| (rel.clone(), s))))
         })
-        .collect::<Result<Vec<_>, Error>>()?;
+        .collect::<Result<Vec<_>, Error>>()?
+        .into_iter()
+        .unzip();
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }
-    let extra = walk_findings(cfg, walked.unreadable);
-    let assets = assets.into_iter().map(|(p, _)| p).collect();
+    let extra = walk_findings(cfg, walked.unreadable.clone());
+    let assets = assets.into_iter().map(|(p, _)| p.clone()).collect();
     let bundle = Bundle::assemble(docs, assets, |path| {
         match overlay.iter().find(|(p, _)| p == path) {
             Some((_, t)) => Ok(t.to_string()),
@@ -121,6 +138,7 @@ pub fn load_walked(
         bundle,
         extra,
         repo,
+        stamps: stamps.into_iter().flatten().collect(),
     })
 }
 
@@ -136,12 +154,13 @@ pub(crate) fn read_text(root: &std::path::Path, rel: &str) -> Result<String, Err
 }
 
 /// [`load_walked`] for a validation at `now` (with the git tier unless
-/// `skip_provenance`).
+/// `skip_provenance`; each Markdown file's stamp when `stamps`).
 pub(crate) fn load_for_validation(
     project: &Project,
-    walked: walk::Walked,
+    walked: &walk::Walked,
     now: Instant,
     skip_provenance: bool,
+    stamps: bool,
 ) -> Result<Loaded, Error> {
     load_walked(
         project,
@@ -149,6 +168,7 @@ pub(crate) fn load_for_validation(
         &LoadOptions {
             now: Some(now),
             git: !skip_provenance,
+            stamps,
             ..LoadOptions::default()
         },
     )
@@ -297,7 +317,7 @@ pub fn validate_file(
         cfg.profile.is_some() && (c.type_name == "Project" || c.publication.is_some())
     });
     if needs_all {
-        let loaded = load_for_validation(project, walked, now, skip_provenance)?;
+        let loaded = load_for_validation(project, &walked, now, skip_provenance, false)?;
         let full = validate(project, &loaded, skip_provenance);
         return Ok(only(full, rel, 1));
     }

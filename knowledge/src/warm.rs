@@ -107,59 +107,52 @@ impl Warm {
     ) -> Result<Report, Error> {
         let root = &project.bundle_root;
         let config = format!("{:?}", project.config);
-        let mut kept = self
+        let kept = self
             .kept
             .take()
             .filter(|k| k.config == config && &k.bundle_root == root);
-        let quiet = kept
-            .as_mut()
-            .is_some_and(|k| k.watch.as_mut().is_some_and(|w| !w.changed()));
-        let (walked, stamps, watch) = match kept.as_mut() {
-            Some(k) if quiet => (
-                std::mem::take(&mut k.walked),
+        let Some(mut kept) = kept else {
+            return self.cold((project, now, skip_provenance), config);
+        };
+        let quiet = kept.watch.as_mut().is_some_and(|w| !w.changed());
+        let looked = if quiet {
+            (
+                std::mem::take(&mut kept.walked),
                 // The run compares its stamps with the kept ones.
-                k.stamps.clone(),
-                k.watch.take(),
-            ),
-            _ => match kept.as_mut().and_then(|k| k.watch.take()) {
-                // The watch was on while the files were stamped, so a
-                // change made meanwhile is an event for next time; a new
-                // directory it now covers counts as one too. Stamps taken
-                // by the walk itself cost a fraction of a path lookup each.
+                kept.stamps.clone(),
+                kept.watch.take(),
+            )
+        } else {
+            let (walked, stamps) = walk::walk_stamped(root)?;
+            let stamps = md_stamps(&walked, stamps);
+            // The watch was on while the files were stamped, so a change
+            // made meanwhile is an event for next time; a new directory it
+            // now covers counts as one too. Stamps taken by the walk itself
+            // cost a fraction of a path lookup each.
+            let watch = match kept.watch.take() {
                 Some(mut w) => {
-                    let (walked, stamps) = walk::walk_stamped(root)?;
-                    let stamps = md_stamps(&walked, stamps);
-                    let watch = if w.cover(&walked.dirs) {
+                    if w.cover(&walked.dirs) {
                         Some(w)
                     } else {
                         Watch::new(&walked.dirs)
-                    };
-                    (walked, stamps, watch)
+                    }
                 }
-                // Stamped as walked, then watched, then read: a change
-                // after the watch starts is an event for next time, and
-                // one before it is in the text read (a stamp older than
-                // the text only costs one more read later).
-                None => {
-                    let (walked, stamps) = walk::walk_stamped(root)?;
-                    let stamps = md_stamps(&walked, stamps);
-                    let watch = Watch::new(&walked.dirs);
-                    (walked, stamps, watch)
-                }
-            },
+                None => Watch::new(&walked.dirs),
+            };
+            (walked, stamps, watch)
         };
-        let asked = (project, now, skip_provenance);
-        let looked = (walked, stamps, watch);
-        match kept {
-            Some(kept) => self.warm(asked, looked, kept),
-            None => self.cold(asked, looked, config),
-        }
+        self.warm((project, now, skip_provenance), looked, kept)
     }
 
-    fn cold(&mut self, asked: Asked<'_>, looked: Looked, config: String) -> Result<Report, Error> {
+    /// The first run: walked, then watched, then read, each Markdown file
+    /// stamped from its open file as it is read. A change after the watch
+    /// starts is an event for next time, and one before it is in the text
+    /// read (a stamp older than the text only costs one more read later).
+    fn cold(&mut self, asked: Asked<'_>, config: String) -> Result<Report, Error> {
         let (project, now, skip_provenance) = asked;
-        let (walked, stamps, watch) = looked;
-        let loaded = load_for_validation(project, walked.clone(), now, skip_provenance)?;
+        let walked = walk::walk(&project.bundle_root)?;
+        let watch = Watch::new(&walked.dirs);
+        let loaded = load_for_validation(project, &walked, now, skip_provenance, true)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut per_doc = HashMap::default();
         let report =
@@ -174,6 +167,7 @@ impl Warm {
             parsed: n,
             checked: n,
         };
+        let stamps = loaded.stamps.into_iter().collect();
         self.kept = Some(Kept::new(
             config,
             project.bundle_root.clone(),
@@ -272,6 +266,7 @@ impl Warm {
             bundle: b,
             extra: crate::project::walk_findings(cfg, walked.unreadable.clone()),
             repo: None,
+            stamps: vec![],
         };
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut per_doc = HashMap::default();
@@ -322,7 +317,7 @@ type Looked = (walk::Walked, HashMap<String, Stamp>, Option<Watch>);
 
 /// Each document's findings, by path, to keep for the next run.
 fn by_path(docs: &[Document], out: &[Vec<Diagnostic>]) -> HashMap<String, Vec<Diagnostic>> {
-    docs.iter()
+    docs.par_iter()
         .zip(out)
         .map(|(d, v)| (d.path.clone(), v.clone()))
         .collect()

@@ -41,6 +41,19 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// [`read_file`], with the file's [`Stamp`] taken from the open file
+/// before it is read (no second path lookup; a linked file's is its
+/// target's). A write between the two makes the stamp older than the
+/// text, which costs one more read later, never a missed change.
+pub fn read_file_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let stamp = Stamp::from_meta(&file.metadata()?);
+    let mut bytes = Vec::with_capacity(16 * 1024);
+    file.take(u64::MAX).read_to_end(&mut bytes)?;
+    Ok((bytes, stamp))
+}
+
 /// What identifies a file version without reading it: length and mtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp {
