@@ -129,16 +129,11 @@ impl Warm {
             // made meanwhile is an event for next time; a new directory it
             // now covers counts as one too. Stamps taken by the walk itself
             // cost a fraction of a path lookup each.
-            let watch = match kept.watch.take() {
-                Some(mut w) => {
-                    if w.cover(&walked.dirs) {
-                        Some(w)
-                    } else {
-                        Watch::new(&walked.dirs)
-                    }
-                }
-                None => Watch::new(&walked.dirs),
-            };
+            let watch = kept
+                .watch
+                .take()
+                .and_then(|mut w| w.cover(&walked.dirs).then_some(w))
+                .or_else(|| Watch::new(&walked.dirs));
             (walked, stamps, watch)
         };
         self.warm((project, now, skip_provenance), looked, kept)

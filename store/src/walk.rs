@@ -34,11 +34,7 @@ pub fn linked_file(canon_root: &Path, path: &Path) -> Option<PathBuf> {
 /// for no size first: bundle files are small, and one `statx` per file is
 /// a measurable share of reading a large bundle.
 pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(16 * 1024);
-    file.take(u64::MAX).read_to_end(&mut bytes)?;
-    Ok(bytes)
+    read_all(std::fs::File::open(path)?)
 }
 
 /// [`read_file`], with the file's [`Stamp`] taken from the open file
@@ -46,12 +42,17 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
 /// target's). A write between the two makes the stamp older than the
 /// text, which costs one more read later, never a missed change.
 pub fn read_file_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
-    use std::io::Read;
     let file = std::fs::File::open(path)?;
     let stamp = Stamp::from_meta(&file.metadata()?);
+    Ok((read_all(file)?, stamp))
+}
+
+/// The rest of an open file (through `Take`, so no size is asked first).
+fn read_all(file: std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
     let mut bytes = Vec::with_capacity(16 * 1024);
     file.take(u64::MAX).read_to_end(&mut bytes)?;
-    Ok((bytes, stamp))
+    Ok(bytes)
 }
 
 /// What identifies a file version without reading it: length and mtime.
