@@ -23,7 +23,7 @@ case $SECONDS_EACH in
 esac
 shift $(($# > 0 ? 1 : 0))
 
-ALL=(concept config dsn mcp_args transact daemon_route yaml_fast)
+ALL=(concept config dsn mcp_args transact daemon_route yaml_fast markdown_plain)
 if [ $# -gt 0 ]; then
 	TARGETS=("$@")
 else

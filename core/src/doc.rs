@@ -12,6 +12,7 @@ use crate::text::{Positions, Range};
 use crate::time::{self, Instant, Parsed};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::cell::OnceCell;
 use std::fmt::Display;
 
 /// What a Markdown file is in the bundle.
@@ -338,14 +339,19 @@ struct Ctx<'a> {
     path: &'a str,
     text: &'a str,
     /// `None` when diagnostics are not wanted: ranges are then skipped.
-    pos: Option<Positions<'a>>,
+    /// The line table is built by the first range asked for (most files
+    /// have no finding).
+    pos: Option<OnceCell<Positions<'a>>>,
     cfg: &'a Config,
     diags: Vec<Diagnostic>,
 }
 
 impl Ctx<'_> {
     fn range(&self, start: usize, end: usize) -> Option<Range> {
-        self.pos.as_ref().map(|p| p.range(start, end))
+        self.pos.as_ref().map(|p| {
+            p.get_or_init(|| Positions::new(self.text))
+                .range(start, end)
+        })
     }
 
     fn lint(&mut self, code: &'static str, message: String, range: Option<Range>) {
@@ -408,7 +414,7 @@ pub fn parse(path: &str, bytes: &[u8], opts: &ParseOptions) -> Document {
     let mut cx = Ctx {
         path,
         text,
-        pos: opts.diagnostics.then(|| Positions::new(text)),
+        pos: opts.diagnostics.then(OnceCell::new),
         cfg: opts.config,
         diags: vec![],
     };

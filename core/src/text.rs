@@ -16,13 +16,22 @@ pub struct Range {
     pub character: u32,
 }
 
-/// Maps byte offsets of one text to [`Range`]s. Built once per file; each
-/// lookup is a binary search plus a scan of at most one line.
+/// Maps byte offsets of one text to [`Range`]s. Nearly every text ends
+/// its lines with `\n` alone: then the positions are counted forward from
+/// the last one asked for (ranges are mostly asked in text order), so a
+/// file costs one pass up to its last range and no table. A text with
+/// `\r` keeps a table of line starts (a binary search per lookup).
 pub struct Positions<'a> {
     text: &'a str,
     ascii: bool,
+    lines: Lines,
+}
+
+enum Lines {
+    /// The last position asked for: (byte offset, line, UTF-16 offset).
+    Cursor(std::cell::Cell<(usize, u32, u32)>),
     /// (byte offset of line start, UTF-16 offset of line start)
-    lines: Vec<(u32, u32)>,
+    Table(Vec<(u32, u32)>),
 }
 
 impl<'a> Positions<'a> {
@@ -30,14 +39,12 @@ impl<'a> Positions<'a> {
     pub fn new(text: &'a str) -> Self {
         let ascii = text.is_ascii();
         let bytes = text.as_bytes();
-        let mut lines = Vec::with_capacity(bytes.len() / 40 + 1);
-        lines.push((0u32, 0u32));
-        if ascii && memchr::memchr(b'\r', bytes).is_none() {
-            // The common case: lines end at `\n` only, and a byte offset is
-            // its UTF-16 offset.
-            lines.extend(memchr::memchr_iter(b'\n', bytes).map(|i| (i as u32 + 1, i as u32 + 1)));
+        if memchr::memchr(b'\r', bytes).is_none() {
+            let lines = Lines::Cursor(std::cell::Cell::new((0, 0, 0)));
             return Positions { text, ascii, lines };
         }
+        let mut lines = Vec::with_capacity(bytes.len() / 40 + 1);
+        lines.push((0u32, 0u32));
         let mut prev_end = 0usize;
         let mut u16pos: u32 = 0;
         let mut skip_lf_at = usize::MAX;
@@ -58,7 +65,11 @@ impl<'a> Positions<'a> {
             lines.push((end as u32, u16pos));
             prev_end = end;
         }
-        Positions { text, ascii, lines }
+        Positions {
+            text,
+            ascii,
+            lines: Lines::Table(lines),
+        }
     }
 
     fn units(&self, from: usize, to: usize) -> u32 {
@@ -81,19 +92,34 @@ impl<'a> Positions<'a> {
         while !self.text.is_char_boundary(end) {
             end += 1;
         }
-        let idx = match self
-            .lines
-            .binary_search_by(|(b, _)| (*b as usize).cmp(&start))
-        {
-            Ok(i) => i,
-            Err(i) => i - 1,
+        let (line, line_byte, line_u16) = match &self.lines {
+            Lines::Cursor(cursor) => {
+                let (mut at, mut line, mut u16) = cursor.get();
+                if start < at {
+                    (at, line, u16) = (0, 0, 0);
+                }
+                let bytes = &self.text.as_bytes()[at..start];
+                line += bytes.iter().filter(|&&c| c == b'\n').count() as u32;
+                u16 += self.units(at, start);
+                cursor.set((start, line, u16));
+                let line_byte =
+                    memchr::memrchr(b'\n', &self.text.as_bytes()[..start]).map_or(0, |i| i + 1);
+                (line, line_byte, u16 - self.units(line_byte, start))
+            }
+            Lines::Table(lines) => {
+                let idx = match lines.binary_search_by(|(b, _)| (*b as usize).cmp(&start)) {
+                    Ok(i) => i,
+                    Err(i) => i - 1,
+                };
+                let (line_byte, line_u16) = lines[idx];
+                (idx as u32, line_byte as usize, line_u16)
+            }
         };
-        let (line_byte, line_u16) = self.lines[idx];
-        let character = self.units(line_byte as usize, start);
+        let character = self.units(line_byte, start);
         Range {
             offset: line_u16 + character,
             length: self.units(start, end),
-            line: idx as u32,
+            line,
             character,
         }
     }
@@ -146,6 +172,32 @@ mod tests {
         for (text, start, end, want) in cases {
             let r = Positions::new(text).range(start, end);
             assert_eq!([r.offset, r.length, r.line, r.character], want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn ranges_asked_in_any_order_agree_with_a_table() {
+        // Every pair of offsets, forward and backward, against the table
+        // a CR-free text would build (the CR path is that table).
+        for text in ["ab\ncd\n\nef\n", "é😀\nx\nyé\n\n😀z", "", "\n\n"] {
+            let with_cr = text.replace('\n', "\r\n");
+            let p = Positions::new(text);
+            let table = Positions::new(&with_cr);
+            let bounds: Vec<usize> = (0..=text.len())
+                .filter(|&i| text.is_char_boundary(i))
+                .collect();
+            for &a in bounds.iter().chain(bounds.iter().rev()) {
+                let r = p.range(a, text.len());
+                // The same character in the CRLF text: one more byte per line before it.
+                let lines_before = text[..a].matches('\n').count();
+                let t = table.range(a + lines_before, with_cr.len());
+                assert_eq!(
+                    (r.line, r.character),
+                    (t.line, t.character),
+                    "{text:?} at {a}"
+                );
+                assert_eq!(r.offset + lines_before as u32, t.offset, "{text:?} at {a}");
+            }
         }
     }
 

@@ -2,6 +2,8 @@
 //! ranges (for footnote scanning), and the top-level block structure that
 //! `index.md` and `log.md` rules read.
 
+mod plain;
+
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
@@ -33,8 +35,21 @@ pub struct BodyScan {
     pub code: Vec<Range<usize>>,
 }
 
-/// Scans a body for links, heading slugs and code spans.
+/// Scans a body for links, heading slugs and code spans: a plain body
+/// (see [`scan_plain`]) without the CommonMark parser, any other with it.
 pub fn scan_body(body: &str) -> BodyScan {
+    scan_plain(body).unwrap_or_else(|| scan_commonmark(body))
+}
+
+/// The scan of a body of plain prose (paragraphs, ATX headings, lists,
+/// inline links, footnotes), read line by line; `None` when the body holds
+/// anything else. Where it answers, it equals [`scan_commonmark`].
+pub fn scan_plain(body: &str) -> Option<BodyScan> {
+    plain::scan(body)
+}
+
+/// The scan of any body by the CommonMark parser.
+pub fn scan_commonmark(body: &str) -> BodyScan {
     let mut out = BodyScan::default();
     let mut slugger = Slugger::default();
     let mut heading: Option<String> = None;
