@@ -146,7 +146,11 @@ impl Bundle {
 
     /// Builds the bundle's indexes from already-parsed documents.
     pub fn from_parts(mut docs: Vec<Document>, mut assets: Vec<String>) -> Bundle {
-        docs.sort_by(|a, b| a.path.cmp(&b.path));
+        // Nearly always sorted already (a walk's order): sorting anyway
+        // would still allocate a scratch copy of the documents.
+        if !docs.is_sorted_by(|a, b| a.path <= b.path) {
+            docs.sort_by(|a, b| a.path.cmp(&b.path));
+        }
         assets.sort();
         let mut dirs = HashSet::default();
         for p in docs

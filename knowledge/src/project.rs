@@ -108,18 +108,36 @@ pub fn load_walked(
             Ok((walk::read_file(abs).map_err(unreadable)?, None))
         }
     };
-    let (mut docs, stamps): (Vec<doc::Document>, Vec<Option<(String, walk::Stamp)>>) = md
-        .par_iter()
+    let to_read: Vec<&(String, std::path::PathBuf)> = md
+        .iter()
+        .copied()
         .filter(|(rel, _)| !overlay.iter().any(|(p, _)| p == rel))
-        .map(|(rel, abs)| {
-            let (bytes, stamp) = read(rel, abs)?;
-            let d = doc::parse(rel, &bytes, &popts);
-            look_up_repo(&d);
-            Ok((d, stamp.map(|s| (rel.clone(), s))))
+        .collect();
+    // Each document is written in place in its final position (no
+    // gathering and moving of 10,000 documents on one core afterwards);
+    // a file that cannot be read fails the load once all are done. Small
+    // jobs (at most 16 files): a large job still being read by one core at
+    // the end would leave the other idle.
+    let failed = OnceLock::new();
+    let (mut docs, mut stamps) = (vec![], vec![]);
+    to_read
+        .par_iter()
+        .with_max_len(16)
+        .map(|(rel, abs)| match read(rel, abs) {
+            Ok((bytes, stamp)) => {
+                let d = doc::parse(rel, &bytes, &popts);
+                look_up_repo(&d);
+                (d, stamp.map(|s| (rel.clone(), s)))
+            }
+            Err(e) => {
+                let _ = failed.set(e);
+                (doc::parse(rel, b"", &popts), None)
+            }
         })
-        .collect::<Result<Vec<_>, Error>>()?
-        .into_iter()
-        .unzip();
+        .unzip_into_vecs(&mut docs, &mut stamps);
+    if let Some(e) = failed.into_inner() {
+        return Err(e);
+    }
     for (p, text) in &overlay {
         docs.push(doc::parse(p, text.as_bytes(), &popts));
     }
@@ -213,7 +231,7 @@ pub fn meta(project: &Project, producer: &str) -> okfit_core::report::Meta {
 pub fn validate(project: &Project, loaded: &Loaded, skip_provenance: bool) -> Report {
     let extra = extra_findings(project, loaded, skip_provenance);
     bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
-        docs.par_iter().map(check).collect()
+        docs.par_iter().with_max_len(64).map(check).collect()
     })
 }
 
