@@ -101,25 +101,59 @@ pub fn scan_commonmark(body: &str) -> BodyScan {
 /// GitHub-compatible heading slugs with duplicate suffixes.
 #[derive(Default)]
 pub struct Slugger {
-    seen: HashMap<String, usize>,
+    /// Each slug given (and each base's last suffix): a short list while a
+    /// body has few headings (nearly all do), then a map.
+    seen: Seen,
+}
+
+/// Slugs up to this many are looked up by a scan.
+const SCAN_MAX: usize = 16;
+
+#[derive(Default)]
+struct Seen {
+    few: Vec<(String, usize)>,
+    many: Option<HashMap<String, usize>>,
+}
+
+impl Seen {
+    fn get(&self, key: &str) -> Option<usize> {
+        match &self.many {
+            Some(m) => m.get(key).copied(),
+            None => self.few.iter().find(|(k, _)| k == key).map(|&(_, n)| n),
+        }
+    }
+
+    fn insert(&mut self, key: String, n: usize) {
+        if self.many.is_none() && self.few.len() >= SCAN_MAX {
+            self.many = Some(std::mem::take(&mut self.few).into_iter().collect());
+        }
+        match &mut self.many {
+            Some(m) => {
+                m.insert(key, n);
+            }
+            None => match self.few.iter_mut().find(|(k, _)| *k == key) {
+                Some(e) => e.1 = n,
+                None => self.few.push((key, n)),
+            },
+        }
+    }
 }
 
 impl Slugger {
     /// The slug for the next heading with this text.
     pub fn slug(&mut self, text: &str) -> String {
         let base = slug_base(text);
-        if !self.seen.contains_key(&base) {
+        let Some(mut n) = self.seen.get(&base) else {
             // The common case: a heading text not met before keeps its slug.
             self.seen.insert(base.clone(), 0);
             return base;
-        }
+        };
         let mut candidate = base.clone();
-        let mut n = *self.seen.get(&base).unwrap_or(&0);
-        while self.seen.contains_key(&candidate) {
+        while self.seen.get(&candidate).is_some() {
             n += 1;
             candidate = format!("{base}-{n}");
         }
-        self.seen.insert(base.clone(), n);
+        self.seen.insert(base, n);
         self.seen.insert(candidate.clone(), 0);
         candidate
     }
@@ -531,6 +565,43 @@ mod tests {
             "a_b-c-d"
         );
         assert_eq!(slug_base("Ünïcode Straße ΣΑ 1½"), "ünïcode-straße-σα-1½");
+    }
+
+    #[test]
+    fn slugs_past_the_scan_agree_with_a_map() {
+        // The reference: every slug and base suffix in one map.
+        fn reference(texts: &[String]) -> Vec<String> {
+            let mut seen = std::collections::HashMap::<String, usize>::new();
+            texts
+                .iter()
+                .map(|t| {
+                    let base = slug_base(t);
+                    let Some(&start) = seen.get(&base) else {
+                        seen.insert(base.clone(), 0);
+                        return base;
+                    };
+                    let (mut n, mut c) = (start, base.clone());
+                    while seen.contains_key(&c) {
+                        n += 1;
+                        c = format!("{base}-{n}");
+                    }
+                    seen.insert(base, n);
+                    seen.insert(c.clone(), 0);
+                    c
+                })
+                .collect()
+        }
+        let texts: Vec<String> = (0..60)
+            .map(|i| match i % 4 {
+                0 => "Setup".to_string(),
+                1 => format!("Part {}", i / 8),
+                2 => "Setup 1".to_string(),
+                _ => format!("Setup-{}", i % 3),
+            })
+            .collect();
+        let mut s = Slugger::default();
+        let got: Vec<String> = texts.iter().map(|t| s.slug(t)).collect();
+        assert_eq!(got, reference(&texts));
     }
 
     #[test]
