@@ -9,7 +9,9 @@
 use okfit_core::frontmatter::{self, Split};
 use okfit_core::markdown;
 use proptest::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod common;
 
 /// The property: a plain answer is the parser's answer. Returns whether
 /// the plain scan answered.
@@ -221,18 +223,8 @@ proptest! {
 /// real answers, not only refusals.
 #[test]
 fn generated_bodies_are_often_read() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
-    let strategy = body();
-    let (mut read, mut n) = (0, 0);
-    for _ in 0..4000 {
-        let b = strategy.new_tree(&mut runner).unwrap().current();
-        n += 1;
-        if agree(&b) {
-            read += 1;
-        }
-    }
+    let n = 4000;
+    let read = common::answered(body(), n, |b| agree(b));
     eprintln!("{read} of {n} generated bodies read plain");
     assert!(
         read * 10 > n,
@@ -240,27 +232,11 @@ fn generated_bodies_are_often_read() {
     );
 }
 
-fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_dir() {
-            markdown_under(&p, out);
-        } else if ft.is_file() && p.extension().is_some_and(|x| x == "md") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every body under `dir` (the text after its frontmatter): read plain
 /// where the plain scan does, always equal to the parser. Returns the
 /// number of bodies and of those read plain.
 fn compare_tree(dir: &Path) -> (usize, usize) {
-    let mut files = vec![];
-    markdown_under(dir, &mut files);
+    let files = common::markdown_under(dir);
     let (mut bodies, mut read) = (0, 0);
     for f in files {
         let Ok(text) = std::fs::read_to_string(&f) else {
@@ -279,21 +255,17 @@ fn compare_tree(dir: &Path) -> (usize, usize) {
     (bodies, read)
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 #[test]
 fn the_fixtures_and_the_shipped_bundle_scan_the_same() {
-    let (bodies, read) = compare_tree(&repo().join("tests/fixtures"));
-    let (b2, r2) = compare_tree(&repo().join("okf"));
+    let (bodies, read) = compare_tree(&common::repo().join("tests/fixtures"));
+    let (b2, r2) = compare_tree(&common::repo().join("okf"));
     eprintln!("fixtures: {read} of {bodies} bodies read plain; okf/: {r2} of {b2}");
     assert!(bodies > 20 && b2 > 10);
 }
 
 #[test]
 fn the_corpora_scan_the_same() {
-    let corpora = repo().join("../shared/corpora");
+    let corpora = common::repo().join("../shared/corpora");
     if !corpora.is_dir() {
         eprintln!(
             "corpora not found at {}: the corpus comparison did not run",

@@ -10,6 +10,8 @@ use okfit_core::yaml;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 /// The property: a fast answer is the full parser's answer. Returns
 /// whether the fast reader answered.
 fn agree(y: &str) -> bool {
@@ -454,18 +456,8 @@ proptest! {
 /// compares real answers, not only refusals.
 #[test]
 fn generated_documents_are_often_read() {
-    use proptest::strategy::ValueTree;
-    use proptest::test_runner::TestRunner;
-    let mut runner = TestRunner::deterministic();
-    let strategy = document();
-    let (mut read, mut n) = (0, 0);
-    for _ in 0..2000 {
-        let y = strategy.new_tree(&mut runner).unwrap().current();
-        n += 1;
-        if agree(&y) {
-            read += 1;
-        }
-    }
+    let n = 2000;
+    let read = common::answered(document(), n, |y| agree(y));
     eprintln!("{read} of {n} generated documents read fast");
     assert!(
         read * 20 > n,
@@ -473,27 +465,11 @@ fn generated_documents_are_often_read() {
     );
 }
 
-fn markdown_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_dir() {
-            markdown_under(&p, out);
-        } else if ft.is_file() && p.extension().is_some_and(|x| x == "md") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every frontmatter block under `dir`: read fast where the fast reader
 /// does, always equal to the full parser. Returns the number of blocks
 /// and the files whose block the fast reader declined.
 fn compare_tree(dir: &Path) -> (usize, Vec<PathBuf>) {
-    let mut files = vec![];
-    markdown_under(dir, &mut files);
+    let files = common::markdown_under(dir);
     let (mut blocks, mut declined) = (0, vec![]);
     for f in files {
         let Ok(text) = std::fs::read_to_string(&f) else {
@@ -509,14 +485,10 @@ fn compare_tree(dir: &Path) -> (usize, Vec<PathBuf>) {
     (blocks, declined)
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 #[test]
 fn the_fixtures_and_the_shipped_bundle_read_the_same() {
-    let (blocks, declined) = compare_tree(&repo().join("tests/fixtures"));
-    let (b2, d2) = compare_tree(&repo().join("okf"));
+    let (blocks, declined) = compare_tree(&common::repo().join("tests/fixtures"));
+    let (b2, d2) = compare_tree(&common::repo().join("okf"));
     eprintln!(
         "fixtures: {} of {blocks} read fast; okf/: {} of {b2}",
         blocks - declined.len(),
@@ -531,7 +503,7 @@ fn the_fixtures_and_the_shipped_bundle_read_the_same() {
 
 #[test]
 fn the_corpora_read_the_same() {
-    let corpora = repo().join("../shared/corpora");
+    let corpora = common::repo().join("../shared/corpora");
     if !corpora.is_dir() {
         eprintln!(
             "corpora not found at {}: the corpus comparison did not run",

@@ -54,3 +54,44 @@ pub fn none_of(r: &Report, code: &str) {
         r.diagnostics
     );
 }
+
+/// The repository's root.
+pub fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.md` file under `dir`, recursively (none when it cannot be read).
+pub fn markdown_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                walk(&p, out);
+            } else if ft.is_file() && p.extension().is_some_and(|x| x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = vec![];
+    walk(dir, &mut out);
+    out
+}
+
+/// How many of `n` values drawn from `strategy` (deterministically) `check`
+/// answers: a fast reader's differential test compares real answers only
+/// if the generator often produces input the reader takes.
+pub fn answered<S: proptest::strategy::Strategy>(
+    strategy: S,
+    n: usize,
+    mut check: impl FnMut(&S::Value) -> bool,
+) -> usize {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..n)
+        .filter(|_| check(&strategy.new_tree(&mut runner).unwrap().current()))
+        .count()
+}
