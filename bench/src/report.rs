@@ -510,7 +510,7 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             ("`okfit validate --file` < 30 ms", "file_ms.p50", 30.0),
         ],
     );
-    out.push_str("\n`validate_bundle` through the server (same bundles, `now` fixed): its first call after spawn (five servers), warm calls with nothing changed and after one concept was rewritten (21 each), and `okfit validate --format json` on the same bundle for comparison. Milliseconds, p50 / p95.\n\n");
+    out.push_str("\n`validate_bundle` through the server (same bundles, `now` fixed): its first call after spawn (eleven servers, each paired with one `okfit validate --format json` run on the same bundle made just before or just after it, so that both meet the same state of the machine), warm calls with nothing changed and after one concept was rewritten (21 each), and the CLI on its own (21 runs). Milliseconds, p50 / p95.\n\n");
     size_table(
         out,
         &r,
@@ -520,6 +520,11 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             (
                 "one file changed",
                 "validate_bundle.one_file_changed_ms",
+                Col::Pair,
+            ),
+            (
+                "the CLI, paired with the first calls",
+                "validate_bundle.cli_paired_ms",
                 Col::Pair,
             ),
             ("the CLI", "validate_bundle.cli_ms", Col::Pair),
@@ -542,10 +547,10 @@ fn mcp(out: &mut String, inputs: &Inputs) {
     );
     if let Some(r10) = r.iter().find(|x| num(x, "concepts") == Some(10_000.0)) {
         let first = num(r10, "validate_bundle.first_call_ms.p50");
-        let cli = num(r10, "validate_bundle.cli_ms.p50");
+        let cli = num(r10, "validate_bundle.cli_paired_ms.p50");
         let _ = writeln!(
             out,
-            "First call no slower than the CLI at 10,000 concepts: {}.",
+            "First call no slower than the CLI runs paired with it at 10,000 concepts: {}.",
             verdict(first.zip(cli).map(|(f, c)| f <= c))
         );
     }
