@@ -49,6 +49,7 @@ fn hand_picked_bodies() {
         "# [Link](x)\n",
         "Text\n```\n",
         "- # heading in an item\n",
+        "```\ncode\t\n```\t\nText\n",
     ];
     for b in read {
         assert!(agree(b), "declined {b:?}");
@@ -81,6 +82,10 @@ fn hand_picked_bodies() {
         "[^1]:\n",
         "[^a][^b]\n",
         "[^a](b)\n",
+        "[^`x`]\n",
+        "Text\n-\x0c\n",
+        "Text\n---\x0b\n",
+        "[^a<b]\n",
     ];
     let read_anyway: Vec<_> = declined.iter().filter(|b| agree(b)).collect();
     assert!(read_anyway.is_empty(), "read {read_anyway:?}");
@@ -105,7 +110,7 @@ fn piece() -> impl Strategy<Value = String> {
             "<!-- c -->", "|", "\t", "\r", "\u{a0}", "é", "[x]", "[ ]", "[]", "[a][b]",
             "[a]()", "[a](<b>)", "[a](b \"t\")", "[a](b 't')", "[a](b(c))",
             "[a]( b )", "[[a]](b)", "[a](b)(c)", "[^x](y)", "[^x]:", "https://a.b/c",
-            "www.a.com", "[a](b\\)c)", "[a](é)", "[a](b>c)", "[a](&#41;)", "[*](x)",
+            "www.a.com", "\x0c", "\x0b", "[a](b\\)c)", "[a](é)", "[a](b>c)", "[a](&#41;)", "[*](x)",
             "[a *b*](c)", "*[a](b)*", "[a](b)]", "[a]: b", "\0",
         ])
         .prop_map(str::to_string),

@@ -19,7 +19,10 @@ use super::{BodyLink, BodyScan, Slugger};
 /// not plain.
 pub(super) fn scan(body: &str) -> Option<BodyScan> {
     let b = body.as_bytes();
-    if memchr::memchr2(b'\r', 0, b).is_some() {
+    // Control bytes other than `\n` and tab (CR, form feed, NUL, …) count
+    // as whitespace or line ends in places the line reader does not look;
+    // a tab is read inside fenced code and declined anywhere else.
+    if b.iter().any(|&c| c < 0x20 && c != b'\n' && c != b'\t') {
         return None;
     }
     let mut s = Scan {
@@ -335,12 +338,13 @@ fn run_digits(b: &[u8], at: usize) -> usize {
     b[at..].iter().take_while(|c| c.is_ascii_digit()).count()
 }
 
-/// The offset of the `]` closing a footnote label that starts at `from`
-/// (non-empty, no whitespace or brackets).
+/// The offset of the `]` closing a footnote label that starts at `from`:
+/// a plain one, of letters, digits, `-`, `_` and `.` (a backtick, `<` or
+/// `\` inside would open code, HTML or an escape first).
 fn footnote_label(b: &[u8], from: usize) -> Option<usize> {
     let len = b[from..]
         .iter()
-        .take_while(|&&c| !matches!(c, b']' | b'[' | b' ' | b'\t'))
+        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
         .count();
     (len > 0 && b.get(from + len) == Some(&b']')).then_some(from + len)
 }
