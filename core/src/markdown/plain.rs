@@ -311,13 +311,13 @@ impl Scan<'_> {
                         i += 1;
                         continue;
                     }
-                    let after = destination(b, close + 2)?;
+                    let (dest_end, after) = destination(b, close + 2)?;
                     let open = if i > 0 && b[i - 1] == b'!' { i - 1 } else { i };
                     if let Some(t) = text.as_deref_mut() {
                         t.push_str(&body[lit..i]);
                     }
                     self.out.links.push(BodyLink {
-                        dest: dest_of(body, close + 2),
+                        dest: body[close + 2..dest_end].to_string(),
                         span: open..after,
                     });
                     self.inline(i + 1, close, text.as_deref_mut())?;
@@ -400,9 +400,10 @@ fn dest_byte(c: u8) -> bool {
         )
 }
 
-/// Just past the `)` of an inline link's `(dest "title")` whose
-/// destination starts at `from`; `None` when it is not a plain one.
-fn destination(b: &[u8], from: usize) -> Option<usize> {
+/// The end of the destination of an inline link's `(dest "title")` that
+/// starts at `from`, and the offset just past its `)`; `None` when it is
+/// not a plain one.
+fn destination(b: &[u8], from: usize) -> Option<(usize, usize)> {
     let len = b[from..].iter().take_while(|&&c| dest_byte(c)).count();
     let mut i = from + len;
     if b.get(i) == Some(&b' ') && len > 0 {
@@ -421,14 +422,5 @@ fn destination(b: &[u8], from: usize) -> Option<usize> {
         i += 1;
         i += run(b, i, b' ');
     }
-    (b.get(i) == Some(&b')')).then_some(i + 1)
-}
-
-/// The destination as written, starting at `from`.
-fn dest_of(body: &str, from: usize) -> String {
-    let len = body.as_bytes()[from..]
-        .iter()
-        .take_while(|&&c| dest_byte(c))
-        .count();
-    body[from..from + len].to_string()
+    (b.get(i) == Some(&b')')).then_some((from + len, i + 1))
 }
