@@ -86,6 +86,8 @@ fn hand_picked_bodies() {
         "Text\n-\x0c\n",
         "Text\n---\x0b\n",
         "[^a<b]\n",
+        "Plain text\x0c that fills more than one block of thirty-two bytes.\n",
+        "Plain text that fills more than one block of thirty-two bytes\x00\n",
     ];
     let read_anyway: Vec<_> = declined.iter().filter(|b| agree(b)).collect();
     assert!(read_anyway.is_empty(), "read {read_anyway:?}");
