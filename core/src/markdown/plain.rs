@@ -52,7 +52,7 @@ pub(super) fn scan(body: &str) -> Option<BodyScan> {
 fn has_control(b: &[u8]) -> bool {
     let control = |c: u8| c < 0x20 && c != b'\n' && c != b'\t';
     let mut blocks = b.chunks_exact(32);
-    let found = (&mut blocks).any(|block| block.iter().fold(false, |f, &c| f | control(c)));
+    let found = blocks.any(|block| block.iter().fold(false, |f, &c| f | control(c)));
     found || blocks.remainder().iter().any(|&c| control(c))
 }
 
