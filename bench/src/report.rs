@@ -550,7 +550,7 @@ fn mcp(out: &mut String, inputs: &Inputs) {
         let cli = num(r10, "validate_bundle.cli_paired_ms.p50");
         let _ = writeln!(
             out,
-            "First call no slower than the CLI runs paired with it at 10,000 concepts: {}.",
+            "First call no slower than the CLI runs paired with it at 10,000 concepts: {}.\n",
             verdict(first.zip(cli).map(|(f, c)| f <= c))
         );
     }

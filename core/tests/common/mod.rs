@@ -60,6 +60,20 @@ pub fn repo() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The real corpora (`../shared/corpora`), or `None` when they are absent,
+/// said on stderr so that a run without them shows what did not run.
+pub fn corpora() -> Option<std::path::PathBuf> {
+    let corpora = repo().join("../shared/corpora");
+    if corpora.is_dir() {
+        return Some(corpora);
+    }
+    eprintln!(
+        "corpora not found at {}: the corpus comparison did not run",
+        corpora.display()
+    );
+    None
+}
+
 /// Every `.md` file under `dir`, recursively (none when it cannot be read).
 pub fn markdown_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
@@ -94,4 +108,58 @@ pub fn answered<S: proptest::strategy::Strategy>(
     (0..n)
         .filter(|_| check(&strategy.new_tree(&mut runner).unwrap().current()))
         .count()
+}
+
+/// The checks of a fast reader's differential test, `agree` comparing it
+/// with the full reader on one input (panicking where they differ) and
+/// saying whether the fast one answered: over `cases` values of `any` they
+/// never differ; over `cases` values of `common` the fast reader always
+/// answers; and it answers more than one in `share` of `cases` values of
+/// `any`, so that the first check compares real answers, not only
+/// refusals.
+pub fn differential<S, C>(
+    any: S,
+    common: C,
+    cases: u32,
+    share: usize,
+    agree: impl Fn(&S::Value) -> bool,
+) where
+    S: proptest::strategy::Strategy,
+    C: proptest::strategy::Strategy<Value = S::Value>,
+{
+    property(&any, cases, false, &agree);
+    property(common, cases, true, &agree);
+    let n = cases as usize;
+    let read = answered(&any, n, &agree);
+    eprintln!("{read} of {n} generated inputs answered by the fast reader");
+    assert!(
+        read * share > n,
+        "only {read} of {n} generated inputs were answered by the fast reader"
+    );
+}
+
+/// Runs `agree` as a property over `cases` values of `strategy` (a failure
+/// is shrunk to the smallest input, as `proptest!` does). `agree` compares
+/// a fast reader with the full one, panicking where they differ, and says
+/// whether the fast one answered; with `must_answer` a value it declines
+/// fails too.
+pub fn property<S: proptest::strategy::Strategy>(
+    strategy: S,
+    cases: u32,
+    must_answer: bool,
+    agree: impl Fn(&S::Value) -> bool,
+) {
+    use proptest::test_runner::{Config, TestRunner};
+    let config = Config {
+        failure_persistence: None,
+        ..Config::with_cases(cases)
+    };
+    let result = TestRunner::new(config).run(&strategy, |v| {
+        let answered = agree(&v);
+        proptest::prop_assert!(answered || !must_answer, "declined {v:?}");
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
 }

@@ -648,12 +648,7 @@ impl Storage for PgStore {
         };
         let seq: i64 = moved.get(0);
         let mut terms = write::Terms::new(&self.term_ids);
-        let mut w = write::Writing {
-            tx: &mut tx,
-            prepared,
-            id,
-            pending: 0,
-        };
+        let mut w = write::Writing::new(&mut tx, prepared, id);
         write::blobs(&mut w, plan)?;
         write::docs(&mut w, plan)?;
         write::postings(&mut w, &mut terms, plan)?;
@@ -721,12 +716,7 @@ impl Storage for PgStore {
             ..CommitPlan::default()
         };
         let mut terms = write::Terms::new(&self.term_ids);
-        let mut w = write::Writing {
-            tx: &mut tx,
-            prepared,
-            id,
-            pending: 0,
-        };
+        let mut w = write::Writing::new(&mut tx, prepared, id);
         write::docs(&mut w, &plan)?;
         write::postings(&mut w, &mut terms, &plan)?;
         if last {

@@ -28,7 +28,17 @@ pub(super) struct Writing<'a, 't> {
     pub pending: i64,
 }
 
-impl Writing<'_, '_> {
+impl<'a, 't> Writing<'a, 't> {
+    /// A commit of tenant `id` in `tx`, nothing pending yet.
+    pub fn new(tx: &'a mut Transaction<'t>, prepared: &'a mut Prepared, id: i64) -> Self {
+        Writing {
+            tx,
+            prepared,
+            id,
+            pending: 0,
+        }
+    }
+
     /// Runs `sql` (prepared once per connection) with `params`.
     pub fn execute(
         &mut self,
