@@ -44,6 +44,21 @@ fn warm(w: &mut Warm, p: &Project, now: Instant) -> String {
     format!("{:#?}\n{:?}", r.diagnostics, r.summary)
 }
 
+/// What a warm run that read `parsed` files and checked `checked`
+/// documents did.
+fn warm_work(parsed: usize, checked: usize) -> Work {
+    Work {
+        cold: false,
+        parsed,
+        checked,
+    }
+}
+
+/// A Skill concept titled `title`, its heading and then `rest`.
+fn skill(title: &str, rest: &str) -> String {
+    format!("---\ntype: Skill\ntitle: {title}\n---\n\n# {title}\n\n{rest}")
+}
+
 struct Case {
     _dir: tempfile::TempDir,
     project: PathBuf,
@@ -97,33 +112,25 @@ fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
     check(&mut w, "the first run", NOW);
     assert!(w.last().cold);
     check(&mut w, "nothing", NOW);
-    let nothing = Work {
-        cold: false,
-        parsed: 0,
-        checked: 0,
-    };
+    let nothing = warm_work(0, 0);
     assert_eq!(w.last(), nothing);
     // A concept other concepts link to with #fragments: its headings change.
-    c.write(
-        "notes/target.md",
-        "---\ntype: Skill\ntitle: Target\n---\n\n# Target\n\n## Usage\n\nText.\n",
-    );
+    c.write("notes/target.md", &skill("Target", "## Usage\n\nText.\n"));
     c.write(
         "notes/linker.md",
-        "---\ntype: Skill\ntitle: Linker\n---\n\n# Linker\n\n[ok](target.md#usage) [bad](target.md#nope) [gone](missing.md)\n",
+        &skill(
+            "Linker",
+            "[ok](target.md#usage) [bad](target.md#nope) [gone](missing.md)\n",
+        ),
     );
     check(&mut w, "adding two files", NOW);
     c.write(
         "notes/target.md",
-        "---\ntype: Skill\ntitle: Target\n---\n\n# Target\n\n## Nope\n\nRenamed heading.\n",
+        &skill("Target", "## Nope\n\nRenamed heading.\n"),
     );
     check(&mut w, "renaming a heading the linker points at", NOW);
     // Only the target is read again; it and its linker are checked again.
-    let one = Work {
-        cold: false,
-        parsed: 1,
-        checked: 2,
-    };
+    let one = warm_work(1, 2);
     assert_eq!(w.last(), one);
     c.write("notes/target.md", "---\ntype: [\n---\n\n# Target\n");
     check(&mut w, "breaking the target's frontmatter", NOW);
@@ -137,7 +144,7 @@ fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
     std::fs::write(c.bundle("notes/diagram.png"), b"png").unwrap();
     c.write(
         "notes/linker.md",
-        "---\ntype: Skill\ntitle: Linker\n---\n\n# Linker\n\n![d](diagram.png) [self](#linker) [bad](#none)\n",
+        &skill("Linker", "![d](diagram.png) [self](#linker) [bad](#none)\n"),
     );
     check(&mut w, "an asset and self links", NOW);
     // stale_after between two runs' now: the same files, another finding.
