@@ -24,6 +24,7 @@ pub mod profile;
 pub mod query;
 pub mod report;
 pub mod scaffold;
+mod scan_map;
 pub mod splice;
 pub mod text;
 pub mod time;

@@ -4,9 +4,9 @@
 //! a `String` per key and scalar; the `Value` is made only when a caller
 //! keeps the frontmatter ([`Node::to_value`]).
 
+use crate::scan_map::ScanMap;
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 /// A YAML value of the JSON data model, strings borrowed where the text
 /// holds them verbatim.
@@ -26,54 +26,22 @@ pub enum Node<'a> {
     Object(Mapping<'a>),
 }
 
-/// A mapping's entries in the order written, each key once.
+/// A mapping's entries in the order written, each key once; a frontmatter
+/// of thousands of keys costs no more than a few per key.
 #[derive(Debug, Clone, Default)]
 pub struct Mapping<'a> {
-    entries: Vec<(Cow<'a, str>, Node<'a>)>,
-    /// Each key's position, made once the mapping outgrows a scan, so a
-    /// frontmatter of thousands of keys costs no more than a few. Keyed
-    /// with std's randomly seeded hasher: the keys are anyone's input.
-    index: Option<HashMap<Cow<'a, str>, usize>>,
+    entries: ScanMap<Cow<'a, str>, Node<'a>>,
 }
-
-/// Mappings up to this size are searched by a scan (nearly every one).
-const SCAN_MAX: usize = 16;
 
 impl<'a> Mapping<'a> {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Node<'a>> {
-        match &self.index {
-            Some(ix) => ix.get(key).map(|&i| &self.entries[i].1),
-            None => self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-        }
+        self.entries.get(key)
     }
 
     /// Adds `key`, unless the mapping holds it already (then `false`).
     pub fn insert_new(&mut self, key: Cow<'a, str>, value: Node<'a>) -> bool {
-        if self.index.is_none() && self.entries.len() >= SCAN_MAX {
-            let ix = self
-                .entries
-                .iter()
-                .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
-                .collect();
-            self.index = Some(ix);
-        }
-        match &mut self.index {
-            Some(ix) => {
-                if ix.contains_key(&key) {
-                    return false;
-                }
-                ix.insert(key.clone(), self.entries.len());
-            }
-            None => {
-                if self.entries.iter().any(|(k, _)| *k == key) {
-                    return false;
-                }
-            }
-        }
-        self.entries.push((key, value));
-        true
+        self.entries.insert_new(key, value)
     }
 
     /// The entries, in the order written.
@@ -84,7 +52,7 @@ impl<'a> Mapping<'a> {
     /// The mapping as JSON, keys in the order written.
     pub fn to_map(&self) -> Map<String, Value> {
         let mut m = Map::with_capacity(self.entries.len());
-        for (k, v) in &self.entries {
+        for (k, v) in self.entries.iter() {
             m.insert(k.to_string(), v.to_value());
         }
         m

@@ -141,6 +141,16 @@ fn newlines(b: &[u8]) -> u32 {
     n + blocks.remainder().iter().filter(|&&c| c == b'\n').count() as u32
 }
 
+/// Whether any byte of `b` is one `hit` picks. Blocks of 32 bytes are
+/// tested whole (no early exit inside one), which the compiler turns into
+/// vector compares: for the checks that read every byte of a text before a
+/// fast reader takes it.
+pub fn any_byte(b: &[u8], hit: impl Fn(u8) -> bool) -> bool {
+    let mut blocks = b.chunks_exact(32);
+    let found = blocks.any(|block| block.iter().fold(false, |f, &c| f | hit(c)));
+    found || blocks.remainder().iter().any(|&c| hit(c))
+}
+
 /// Number of UTF-16 code units in `s`.
 pub fn utf16_len(s: &str) -> u32 {
     s.chars().map(|c| c.len_utf16() as u32).sum()

@@ -88,9 +88,7 @@ fn printable(yaml: &str) -> bool {
     let b = yaml.as_bytes();
     // Nearly every frontmatter has no control character but LF: one pass
     // the compiler vectorises answers that, the exact walk the rest.
-    let plain = !b.iter().fold(false, |odd, &c| {
-        odd | ((c < 0x20) & (c != b'\n')) | (c == 0x7f)
-    });
+    let plain = !crate::text::any_byte(b, |c| ((c < 0x20) & (c != b'\n')) | (c == 0x7f));
     if !plain {
         for (i, &c) in b.iter().enumerate() {
             if c < 0x20 && c != b'\n' && !(c == b'\r' && b.get(i + 1) == Some(&b'\n')) || c == 0x7f

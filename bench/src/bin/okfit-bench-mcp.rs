@@ -16,16 +16,16 @@
 //! - `validate_bundle` through the server: the first call after spawn
 //!   (eleven servers, each paired with one `okfit validate` run made just
 //!   before or just after it, whose times the first call is compared
-//!   with), then warm calls with
-//!   nothing changed and after one concept was rewritten (21 each,
-//!   alternating two versions of the file, which is restored), the default
-//!   answer's size, and `okfit validate`'s own time (21 runs).
+//!   with), then warm calls with nothing changed and after one concept was
+//!   rewritten (21 each, alternating two versions of the file, which is
+//!   restored), the default answer's size, and `okfit validate`'s own time
+//!   (21 runs).
 //!
 //! `--json PATH` also writes the figures as JSON. Targets (at 10,000
 //! concepts): start-up < 10 ms; warm list/get < 1 ms; first call < 300 ms;
 //! RSS < 100 MB; `validate_bundle` after one change < 50 ms, its first
-//! call no slower than the `okfit validate` runs paired with it; at 20,000: `okfit context` < 10
-//! ms, `okfit validate --file` < 30 ms.
+//! call no slower than the `okfit validate` runs paired with it; at
+//! 20,000: `okfit context` < 10 ms, `okfit validate --file` < 30 ms.
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;

@@ -4,8 +4,8 @@
 
 mod plain;
 
+use crate::scan_map::ScanMap;
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
-use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 fn options() -> Options {
@@ -101,60 +101,28 @@ pub fn scan_commonmark(body: &str) -> BodyScan {
 /// GitHub-compatible heading slugs with duplicate suffixes.
 #[derive(Default)]
 pub struct Slugger {
-    /// Each slug given (and each base's last suffix): a short list while a
-    /// body has few headings (nearly all do), then a map.
-    seen: Seen,
-}
-
-/// Slugs up to this many are looked up by a scan.
-const SCAN_MAX: usize = 16;
-
-#[derive(Default)]
-struct Seen {
-    few: Vec<(String, usize)>,
-    many: Option<HashMap<String, usize>>,
-}
-
-impl Seen {
-    fn get(&self, key: &str) -> Option<usize> {
-        match &self.many {
-            Some(m) => m.get(key).copied(),
-            None => self.few.iter().find(|(k, _)| k == key).map(|&(_, n)| n),
-        }
-    }
-
-    fn insert(&mut self, key: String, n: usize) {
-        if self.many.is_none() && self.few.len() >= SCAN_MAX {
-            self.many = Some(std::mem::take(&mut self.few).into_iter().collect());
-        }
-        match &mut self.many {
-            Some(m) => {
-                m.insert(key, n);
-            }
-            None => match self.few.iter_mut().find(|(k, _)| *k == key) {
-                Some(e) => e.1 = n,
-                None => self.few.push((key, n)),
-            },
-        }
-    }
+    /// Each slug given, and each base's last suffix.
+    seen: ScanMap<String, usize>,
 }
 
 impl Slugger {
     /// The slug for the next heading with this text.
     pub fn slug(&mut self, text: &str) -> String {
         let base = slug_base(text);
-        let Some(mut n) = self.seen.get(&base) else {
+        let Some(&start) = self.seen.get(&base) else {
             // The common case: a heading text not met before keeps its slug.
-            self.seen.insert(base.clone(), 0);
+            self.seen.insert_new(base.clone(), 0);
             return base;
         };
-        let mut candidate = base.clone();
+        let (mut n, mut candidate) = (start, base.clone());
         while self.seen.get(&candidate).is_some() {
             n += 1;
             candidate = format!("{base}-{n}");
         }
-        self.seen.insert(base, n);
-        self.seen.insert(candidate.clone(), 0);
+        if let Some(last) = self.seen.get_mut(&base) {
+            *last = n;
+        }
+        self.seen.insert_new(candidate.clone(), 0);
         candidate
     }
 }

@@ -46,14 +46,9 @@ pub(super) fn scan(body: &str) -> Option<BodyScan> {
     Some(s.out)
 }
 
-/// Whether `b` holds a control byte other than `\n` and tab. Blocks of
-/// 32 bytes are tested whole (no early exit inside one), which the compiler
-/// turns into vector compares: this pass reads every byte of every body.
+/// Whether `b` holds a control byte other than `\n` and tab.
 fn has_control(b: &[u8]) -> bool {
-    let control = |c: u8| c < 0x20 && c != b'\n' && c != b'\t';
-    let mut blocks = b.chunks_exact(32);
-    let found = blocks.any(|block| block.iter().fold(false, |f, &c| f | control(c)));
-    found || blocks.remainder().iter().any(|&c| control(c))
+    crate::text::any_byte(b, |c| (c < 0x20) & (c != b'\n') & (c != b'\t'))
 }
 
 /// An open fenced code block.
