@@ -8,6 +8,7 @@ use okfit_core::bundle::{self, Bundle};
 use okfit_core::doc::{self, Document, ParseOptions};
 use okfit_store::discover::Project;
 use okfit_store::error::Error;
+use okfit_store::live::Stamp;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -54,42 +55,48 @@ pub(crate) type Read = (String, std::io::Result<Arc<[u8]>>);
 
 impl Documents {
     /// Reads and parses `files` (every Markdown file of the folder:
-    /// relative and absolute paths) with `project`'s config, each file
-    /// parsed as soon as it is read so its bytes are not kept; `assets`
-    /// are the folder's other files. Also returns the files that could not
-    /// be read and how many were.
+    /// relative and absolute paths, in path order) with `project`'s
+    /// config, each file parsed as soon as it is read so its bytes are not
+    /// kept; `assets` are the folder's other files. Also returns the files
+    /// that could not be read, and the stamps of those that were (from
+    /// the open file, in path order).
     pub(crate) fn read(
         project: Arc<Project>,
         files: Vec<(String, std::path::PathBuf)>,
         assets: Vec<String>,
-    ) -> (Documents, Vec<String>, u64) {
+    ) -> (Documents, Vec<String>, Vec<(String, Stamp)>) {
         let opts = parse_options(&project);
-        let parsed: Vec<Result<Document, (String, std::io::Error)>> = files
+        let parsed: Vec<Result<(Document, Stamp), (String, std::io::Error)>> = files
             .into_par_iter()
             .filter(|(rel, _)| bundle::is_document(rel))
-            .map(|(rel, abs)| match okfit_store::walk::read_file(&abs) {
-                Ok(b) => Ok(doc::parse(&rel, &b, &opts)),
-                Err(e) => Err((rel, e)),
-            })
+            .map(
+                |(rel, abs)| match okfit_store::walk::read_file_stamped(&abs) {
+                    Ok((b, stamp)) => Ok((doc::parse(&rel, &b, &opts), stamp)),
+                    Err(e) => Err((rel, e)),
+                },
+            )
             .collect();
         let mut docs = vec![];
+        let mut stamps = vec![];
         let mut unreadable = BTreeMap::new();
         for r in parsed {
             match r {
-                Ok(d) => docs.push(d),
+                Ok((d, stamp)) => {
+                    stamps.push((d.path.clone(), stamp));
+                    docs.push(d);
+                }
                 Err((rel, e)) => {
                     unreadable.insert(rel, (e.kind(), e.to_string()));
                 }
             }
         }
         let failed: Vec<String> = unreadable.keys().cloned().collect();
-        let n = docs.len() as u64;
         let d = Documents {
             project,
             bundle: Bundle::from_parts(docs, assets),
             unreadable,
         };
-        (d, failed, n)
+        (d, failed, stamps)
     }
 
     /// The project whose config the documents were parsed with.

@@ -1,16 +1,20 @@
 //! The one live view of a bundle folder behind a folder connection and
-//! project mode: a [`LiveFolder`] (stamps and watch) and two layers made
-//! on first use and refreshed together, from one read of each changed
-//! file: the read model (manifest, search, get, commits) and the parsed
-//! documents (the bundle tools). A change on disk is therefore seen the
-//! same way by every reader, and a process that only lists concepts never
-//! reads bodies or builds a search index.
+//! project mode: a [`LiveFolder`] (stamps and watch) and three layers made
+//! on first use and refreshed together: the read model (manifest, search,
+//! get, commits) and the parsed documents (the bundle tools), both from
+//! one read of each changed file, and the last validation
+//! ([`crate::warm`]), which notes what changed and re-reads it when
+//! `validate_bundle` next asks. A change on disk is therefore seen the same
+//! way by every reader, and a process that only lists concepts never reads
+//! bodies or builds a search index.
 
 use crate::cache::{self, Cache};
 use crate::documents::{Bodies, Documents, Read};
 use crate::tenant::StoreKb;
 use crate::view::{terms_in, View};
+use crate::warm::{Asked, Checks, Work};
 use okfit_core::bundle;
+use okfit_core::bundle::Report;
 use okfit_core::kb::compile::{self, Compiled};
 use okfit_core::kb::model::{Entry, Sources};
 use okfit_core::kb::search::{DocTerms, Index};
@@ -18,7 +22,8 @@ use okfit_store::beneath::{Dir, Root};
 use okfit_store::change::{check_precondition, sha256_hex, Change, CommitError, Committed};
 use okfit_store::discover::Project;
 use okfit_store::error::Error;
-use okfit_store::live::{Delta, LiveFolder};
+use okfit_store::live::{Delta, LiveFolder, Stamp};
+use okfit_store::walk::Picker;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -163,21 +168,25 @@ pub(crate) struct FolderKb {
     kept: Kept,
     model: Option<Box<Model>>,
     docs: Option<Box<Documents>>,
+    checks: Option<Box<Checks>>,
     /// Counts the changes to the set of concept ids the documents saw.
     generation: u64,
     /// Markdown files read since the folder was opened.
     reads: u64,
 }
 
-/// Reads the Markdown files among `files`, in parallel.
-fn read_files(files: Vec<(String, PathBuf)>) -> Vec<Read> {
+/// Reads the Markdown files among `files`, in parallel, each with its
+/// stamp from the open file.
+fn read_files(files: Vec<(String, PathBuf)>) -> Vec<(Read, Option<Stamp>)> {
     files
         .into_par_iter()
         .filter(|(rel, _)| bundle::is_document(rel))
-        .map(|(rel, abs)| {
-            let r = okfit_store::walk::read_file(&abs).map(Arc::from);
-            (rel, r)
-        })
+        .map(
+            |(rel, abs)| match okfit_store::walk::read_file_stamped(&abs) {
+                Ok((bytes, stamp)) => ((rel, Ok(Arc::from(bytes))), Some(stamp)),
+                Err(e) => ((rel, Err(e)), None),
+            },
+        )
         .collect()
 }
 
@@ -189,6 +198,7 @@ impl FolderKb {
             kept: Kept::Undecided,
             model: None,
             docs: None,
+            checks: None,
             generation: 0,
             reads: 0,
         }
@@ -224,24 +234,49 @@ impl FolderKb {
             .collect()
     }
 
-    /// Reads `files`; a file that cannot be read is looked at again next
-    /// time.
+    /// Reads `files` (in path order) and records their stamps; a file that
+    /// cannot be read is looked at again next time.
     fn read_docs(&mut self, files: Vec<(String, PathBuf)>) -> Vec<Read> {
-        let read = read_files(files);
-        for (rel, r) in &read {
-            match r {
-                Ok(_) => self.reads += 1,
-                Err(_) => self.folder.forget(rel),
+        let (read, stamps): (Vec<Read>, Vec<Option<Stamp>>) = read_files(files).into_iter().unzip();
+        let mut taken = Vec::with_capacity(read.len());
+        for ((rel, r), stamp) in read.iter().zip(stamps) {
+            match (r, stamp) {
+                (Ok(_), Some(s)) => {
+                    self.reads += 1;
+                    taken.push((rel.clone(), s));
+                }
+                _ => self.folder.forget(rel),
             }
         }
+        self.folder.record(taken);
         read
+    }
+
+    /// Walks the folder and starts its watch, if that is not done yet,
+    /// leaving the Markdown files for their first reader to stamp.
+    pub(crate) fn look(&mut self, name: &str) -> Result<(), Error> {
+        if self.folder.looked() {
+            return Ok(());
+        }
+        self.refresh_reading(name, &bundle::is_document)
     }
 
     /// Brings the layers that exist up to date with the folder.
     pub(crate) fn refresh(&mut self, name: &str) -> Result<(), Error> {
-        let Some(Delta { changed, gone }) = self.folder.refresh()? else {
+        self.refresh_reading(name, &|_| false)
+    }
+
+    /// [`FolderKb::refresh`]; on the first look, the files `reads` picks
+    /// are left for the caller to read and stamp
+    /// ([`LiveFolder::refresh_reading`]).
+    fn refresh_reading(&mut self, name: &str, reads: &Picker<'_>) -> Result<(), Error> {
+        let Some(delta) = self.folder.refresh_reading(reads)? else {
             return Ok(());
         };
+        if let Some(c) = self.checks.as_mut() {
+            c.note(&delta);
+        }
+        let Delta { changed, gone } = delta;
         let cached = matches!(self.kept, Kept::Cache(_));
         if (changed.is_empty() && gone.is_empty())
             || (self.model.is_none() && self.docs.is_none() && !cached)
@@ -249,6 +284,9 @@ impl FolderKb {
             return Ok(());
         }
         let mut read = self.read_docs(changed);
+        if let Some(c) = self.checks.as_mut() {
+            c.keep(&read);
+        }
         let folder = &self.folder;
         if matches!(&self.kept, Kept::Cache(c) if c.apply(folder, &gone, &read).is_err()) {
             // The cache cannot hold this folder now: memory from here on.
@@ -388,8 +426,9 @@ impl FolderKb {
             .is_some_and(|d| Arc::ptr_eq(d.project(), project))
         {
             let all = self.all();
-            let (d, failed, n) = Documents::read(project.clone(), all, self.assets());
-            self.reads += n;
+            let (d, failed, stamps) = Documents::read(project.clone(), all, self.assets());
+            self.reads += stamps.len() as u64;
+            self.folder.record(stamps);
             for rel in &failed {
                 self.folder.forget(rel);
             }
@@ -406,6 +445,38 @@ impl FolderKb {
         d.check(&root)?;
         d.fill(&root, bodies);
         Ok(d)
+    }
+
+    /// Validates the folder as `project`'s bundle at `now`, as
+    /// `okfit validate` does, re-reading and re-checking only what changed
+    /// since the last validation ([`crate::warm`]). A first validation
+    /// stamps each Markdown file as it reads it.
+    pub(crate) fn validate(&mut self, name: &str, asked: Asked<'_>) -> Result<Report, Error> {
+        let (project, ..) = asked;
+        if self.checks.as_ref().is_some_and(|c| !c.fits(project)) {
+            self.checks = None;
+        }
+        self.refresh_reading(name, &bundle::is_document)?;
+        let (report, checks) = match self.checks.take() {
+            Some(c) => {
+                let (report, checks, read) = c.warm(asked, &self.folder)?;
+                self.reads += read;
+                (report, checks)
+            }
+            None => {
+                let (report, checks, stamped) = Checks::cold(asked, &self.folder)?;
+                self.reads += checks.work().parsed as u64;
+                self.folder.record(stamped);
+                (report, checks)
+            }
+        };
+        self.checks = Some(Box::new(checks));
+        Ok(report)
+    }
+
+    /// What the last validation did (`None` before the first).
+    pub(crate) fn validation_work(&self) -> Option<Work> {
+        self.checks.as_ref().map(|c| c.work())
     }
 
     /// Writes files in the bundle folder: every precondition is checked

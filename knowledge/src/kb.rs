@@ -608,6 +608,44 @@ impl Knowledge {
         Ok(f(fk.documents(&self.name, project, bodies)?))
     }
 
+    /// Validates the folder as `project`'s bundle at `now` (with the git
+    /// tier unless `skip_provenance`), as `okfit validate` does, re-reading
+    /// and re-checking only what changed since the last validation
+    /// ([`crate::warm`]). Refused for connections that are no folder.
+    pub fn validate(
+        &self,
+        project: &okfit_store::discover::Project,
+        now: okfit_core::time::Instant,
+        skip_provenance: bool,
+    ) -> Result<okfit_core::bundle::Report, Error> {
+        let mut guard = self.lock();
+        let Backend::Folder(fk) = &mut *guard else {
+            return Err(Error::Refused(
+                "validation reads a bundle folder, not this connection".into(),
+            ));
+        };
+        fk.validate(&self.name, (project, now, skip_provenance))
+    }
+
+    /// Walks the folder and starts its watch, if no call did yet, so the
+    /// first call finds that done (nothing is read). A no-op for
+    /// connections that are no folder.
+    pub fn look(&self) -> Result<(), Error> {
+        match &mut *self.lock() {
+            Backend::Folder(fk) => fk.look(&self.name),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the folder's last validation did (`None` before the first,
+    /// and for connections that are no folder).
+    pub fn validation_work(&self) -> Option<crate::warm::Work> {
+        match &*self.lock() {
+            Backend::Folder(fk) => fk.validation_work(),
+            _ => None,
+        }
+    }
+
     /// Asks the folder's watch whether files changed since the last
     /// refresh, without waiting for a call in progress (`None` then, and
     /// for connections that are no folder). False before the first read.
@@ -635,7 +673,8 @@ impl Knowledge {
 
     /// How many Markdown files the folder behind this knowledge has read
     /// since it opened (0 for other connections): each changed file once,
-    /// whichever layers it feeds.
+    /// whichever layers it feeds (a validation re-reads one only when no
+    /// other layer read it first).
     pub fn reads(&self) -> u64 {
         match &*self.lock() {
             Backend::Folder(fk) => fk.reads(),

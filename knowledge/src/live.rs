@@ -4,9 +4,10 @@
 //! Config discovery (re-read when its file changes) decides the bundle
 //! folder; a folder [`Knowledge`] ([`Knowledge::project_folder`], or the
 //! server's own folder connection when it serves that folder) keeps the
-//! folder's one set of stamps and one watch, and from them both the parsed
-//! documents (the bundle tools, the concept resources) and, once a
-//! knowledge tool or `okf://manifest` asks, the read model. On Linux a
+//! folder's one set of stamps and one watch, and from them the parsed
+//! documents (the bundle tools, the concept resources), the last
+//! validation (`validate_bundle`) and, once a knowledge tool or
+//! `okf://manifest` asks, the read model. On Linux a
 //! change made before a request is always seen by it; elsewhere every call
 //! re-checks file metadata.
 
@@ -27,8 +28,6 @@ pub struct Live {
     /// A folder connection this view may serve from (see [`Live::sharing`]).
     shared: Option<Arc<Knowledge>>,
     state: Mutex<State>,
-    /// The last validation, kept for the next ([`Live::validate`]).
-    warm: Mutex<crate::warm::Warm>,
 }
 
 #[derive(Default)]
@@ -60,7 +59,6 @@ impl Live {
             start,
             shared: None,
             state: Mutex::new(State::default()),
-            warm: Mutex::new(crate::warm::Warm::default()),
         }
     }
 
@@ -118,10 +116,23 @@ impl Live {
         now: okfit_core::time::Instant,
         skip_provenance: bool,
     ) -> Result<(Project, okfit_core::bundle::Report), Error> {
-        let project = self.project()?;
-        let mut warm = self.warm.lock().unwrap_or_else(|p| p.into_inner());
-        let report = warm.validate(&project, now, skip_provenance)?;
-        Ok((project, report))
+        let (project, kb) = self.current()?;
+        let report = kb.validate(&project, now, skip_provenance)?;
+        Ok(((*project).clone(), report))
+    }
+
+    /// Resolves the project and walks and watches its bundle folder, if no
+    /// call did yet: work a server does as it starts, so the first call
+    /// finds it done.
+    pub fn look(&self) -> Result<(), Error> {
+        let (_, kb) = self.current()?;
+        kb.look()
+    }
+
+    /// What the last [`Live::validate`] did (`None` before the first).
+    pub fn validation_work(&self) -> Option<crate::warm::Work> {
+        let kb = self.lock().kb.clone();
+        kb.and_then(|k| k.validation_work())
     }
 
     /// Brings the bundle up to date, scans the bodies `bodies` asks for,

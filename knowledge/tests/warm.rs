@@ -1,10 +1,13 @@
-//! Warm re-validation (`Warm`, behind the MCP server's `validate_bundle`)
-//! against cold runs: after every kind of change, the warm report equals a
-//! fresh `okfit validate` of the same files.
+//! Warm re-validation (the validation layer of the project's live view,
+//! behind the MCP server's `validate_bundle`) against cold runs: after
+//! every kind of change, the warm report equals a fresh `okfit validate`
+//! of the same files, whichever other layers read the folder meanwhile.
 
 use okfit_core::time::Instant;
+use okfit_knowledge::documents::Bodies;
+use okfit_knowledge::live::Live;
 use okfit_knowledge::project::{self, LoadOptions};
-use okfit_knowledge::warm::{Warm, Work};
+use okfit_knowledge::warm::Work;
 use okfit_store::discover::{self, Project};
 use std::path::{Path, PathBuf};
 
@@ -39,8 +42,8 @@ fn cold(p: &Project, now: Instant) -> String {
     format!("{:#?}\n{:?}", r.diagnostics, r.summary)
 }
 
-fn warm(w: &mut Warm, p: &Project, now: Instant) -> String {
-    let r = w.validate(p, now, false).unwrap();
+fn warm(w: &Live, now: Instant) -> String {
+    let (_, r) = w.validate(now, false).unwrap();
     format!("{:#?}\n{:?}", r.diagnostics, r.summary)
 }
 
@@ -103,17 +106,17 @@ fn case() -> Case {
 #[test]
 fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
     let c = case();
-    let mut w = Warm::default();
-    let p = c.project();
-    let check = |w: &mut Warm, what: &str, now: Instant| {
+    let w = Live::new(c.project.clone());
+    let check = |w: &Live, what: &str, now: Instant| {
         let p = c.project();
-        assert_eq!(warm(w, &p, now), cold(&p, now), "after {what}");
+        assert_eq!(warm(w, now), cold(&p, now), "after {what}");
     };
-    check(&mut w, "the first run", NOW);
-    assert!(w.last().cold);
-    check(&mut w, "nothing", NOW);
+    let work = |w: &Live| w.validation_work().expect("a validation ran");
+    check(&w, "the first run", NOW);
+    assert!(work(&w).cold);
+    check(&w, "nothing", NOW);
     let nothing = warm_work(0, 0);
-    assert_eq!(w.last(), nothing);
+    assert_eq!(work(&w), nothing);
     // A concept other concepts link to with #fragments: its headings change.
     c.write("notes/target.md", &skill("Target", "## Usage\n\nText.\n"));
     c.write(
@@ -123,47 +126,61 @@ fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
             "[ok](target.md#usage) [bad](target.md#nope) [gone](missing.md)\n",
         ),
     );
-    check(&mut w, "adding two files", NOW);
+    check(&w, "adding two files", NOW);
     c.write(
         "notes/target.md",
         &skill("Target", "## Nope\n\nRenamed heading.\n"),
     );
-    check(&mut w, "renaming a heading the linker points at", NOW);
+    check(&w, "renaming a heading the linker points at", NOW);
     // Only the target is read again; it and its linker are checked again.
     let one = warm_work(1, 2);
-    assert_eq!(w.last(), one);
+    assert_eq!(work(&w), one);
     c.write("notes/target.md", "---\ntype: [\n---\n\n# Target\n");
-    check(&mut w, "breaking the target's frontmatter", NOW);
+    check(&w, "breaking the target's frontmatter", NOW);
     c.write(
         "notes/missing.md",
         "---\ntype: Skill\ntitle: Missing\n---\n# Missing\n",
     );
-    check(&mut w, "creating a broken link's target", NOW);
+    check(&w, "creating a broken link's target", NOW);
     std::fs::remove_file(c.bundle("notes/missing.md")).unwrap();
-    check(&mut w, "removing it again", NOW);
+    check(&w, "removing it again", NOW);
     std::fs::write(c.bundle("notes/diagram.png"), b"png").unwrap();
     c.write(
         "notes/linker.md",
         &skill("Linker", "![d](diagram.png) [self](#linker) [bad](#none)\n"),
     );
-    check(&mut w, "an asset and self links", NOW);
+    check(&w, "an asset and self links", NOW);
     // stale_after between two runs' now: the same files, another finding.
     c.write(
         "notes/aging.md",
         "---\ntype: Skill\ntitle: Aging\nstale_after: 2026-09-10T00:00:00Z\n---\n# Aging\n",
     );
-    check(&mut w, "a concept going stale later", NOW);
+    check(&w, "a concept going stale later", NOW);
     check(
-        &mut w,
+        &w,
         "time passing its stale_after",
         Instant(NOW.0 + 30 * DAY),
     );
-    check(&mut w, "time going back before it", NOW);
+    check(&w, "time going back before it", NOW);
+    // The bundle tools read the folder between two validations: the
+    // change they saw first is still checked again, from their read.
+    let listed = |w: &Live| w.read(Bodies::None, |_, b| b.docs.len()).unwrap();
+    assert!(listed(&w) > 0);
+    c.write("notes/target.md", &skill("Target", "## Usage\n\nBack.\n"));
+    assert!(listed(&w) > 0);
+    let kb = w.knowledge().unwrap();
+    let before = kb.reads();
+    check(&w, "a change the bundle tools saw first", NOW);
+    assert_eq!(
+        work(&w),
+        warm_work(1, 1),
+        "no #fragment link leads there now"
+    );
+    assert_eq!(kb.reads(), before, "the tools' read is the validation's");
     // The config changes: everything is parsed again.
     let cfg = c.project.join(".config/okfit.toml");
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, format!("{text}\n[lint]\nbroken_links = \"error\"\n")).unwrap();
-    check(&mut w, "a config change", NOW);
-    assert!(w.last().cold);
-    let _ = p;
+    check(&w, "a config change", NOW);
+    assert!(work(&w).cold);
 }

@@ -440,12 +440,16 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
         }
     };
     eprintln!("okfit-mcp serving {shown} over stdio");
-    // Parse the bundle once the client asks nothing (an agent's first call
-    // usually comes seconds after the handshake), so that call finds it
-    // ready. It runs on the background pool: a call arriving meanwhile
-    // (`validate_bundle` parses on its own) keeps the cores.
+    // Walk and watch the bundle folder while the client shakes hands (a
+    // few milliseconds, no file read), then parse the bundle once the
+    // client asks nothing (an agent's first call usually comes seconds
+    // after the handshake), so that call finds it ready. The parse runs on
+    // the background pool: a call arriving meanwhile keeps the cores.
     let warm = server.clone();
     std::thread::spawn(move || {
+        if warm.tools.project_mode {
+            let _ = warm.tools.live().look();
+        }
         warm.activity.wait_quiet();
         okfit_store::background::run(|| {
             if warm.tools.project_mode {

@@ -35,11 +35,20 @@ impl Delta {
     }
 }
 
+/// The stamp of a file listed but not stamped yet: equal to no file's
+/// real stamp, so the next refresh reports the file again.
+const UNKNOWN: Stamp = Stamp {
+    len: u64::MAX,
+    modified: None,
+};
+
 /// A folder's files as last seen, and the watch that says when to look
 /// again.
 pub struct LiveFolder {
     root: PathBuf,
     stamps: BTreeMap<String, Stamp>,
+    /// Folder-relative directories the last walk could not read.
+    unreadable: Vec<String>,
     watch: Option<Watch>,
     /// Look again at the next refresh, whatever the watch says.
     stale: bool,
@@ -53,6 +62,7 @@ impl LiveFolder {
         LiveFolder {
             root,
             stamps: BTreeMap::new(),
+            unreadable: vec![],
             watch: None,
             stale: false,
             looked: false,
@@ -64,6 +74,11 @@ impl LiveFolder {
         &self.root
     }
 
+    /// True once the folder has been walked.
+    pub fn looked(&self) -> bool {
+        self.looked
+    }
+
     /// Every file the last refresh found (folder-relative, sorted).
     pub fn files(&self) -> impl Iterator<Item = &String> {
         self.stamps.keys()
@@ -72,6 +87,33 @@ impl LiveFolder {
     /// Every file the last refresh found, with its stamp.
     pub fn stamps(&self) -> &BTreeMap<String, Stamp> {
         &self.stamps
+    }
+
+    /// The folder-relative directories the last walk could not read
+    /// (their files are not listed).
+    pub fn unreadable(&self) -> &[String] {
+        &self.unreadable
+    }
+
+    /// Records the stamps a caller took of the files it read (see
+    /// [`LiveFolder::refresh_reading`]), in path order, in one pass. Only
+    /// stamps still unknown are filled: a known one may be older than what
+    /// another reader holds, and replacing it could hide a change from
+    /// that reader. A file not listed is ignored; one out of order is left
+    /// unknown, so it is only read again later.
+    pub fn record(&mut self, stamps: impl IntoIterator<Item = (String, Stamp)>) {
+        let mut mine = self.stamps.iter_mut();
+        let mut at = mine.next();
+        for (rel, stamp) in stamps {
+            while at.as_ref().is_some_and(|(k, _)| k.as_str() < rel.as_str()) {
+                at = mine.next();
+            }
+            if let Some((k, s)) = at.as_mut() {
+                if **k == rel && **s == UNKNOWN {
+                    **s = stamp;
+                }
+            }
+        }
     }
 
     /// True when the folder has been looked at and something may have
@@ -97,26 +139,48 @@ impl LiveFolder {
     /// Brings the stamps up to date; `None` when the watch says nothing
     /// happened since the last refresh.
     pub fn refresh(&mut self) -> Result<Option<Delta>, Error> {
+        self.refresh_reading(&|_| false)
+    }
+
+    /// [`LiveFolder::refresh`] for a caller about to read every file
+    /// `reads` picks: on the first look the walk leaves those unstamped,
+    /// for the caller to [`LiveFolder::record`] each stamp from the open
+    /// file as it reads it (much cheaper than a stamp taken by name). A
+    /// file left unrecorded is reported again by the next refresh. Later
+    /// refreshes stamp every file.
+    pub fn refresh_reading(&mut self, reads: &walk::Picker<'_>) -> Result<Option<Delta>, Error> {
         let forced = std::mem::take(&mut self.stale);
         if self.looked && !forced && self.watch.as_mut().is_some_and(|w| !w.changed()) {
             return Ok(None);
         }
-        let (walked, stamps) = walk::walk_stamped(&self.root)?;
+        let first = !self.looked;
+        let (walked, stamps) = if first {
+            walk::walk_stamped_where(&self.root, &|rel| !reads(rel))?
+        } else {
+            walk::walk_stamped(&self.root)?
+        };
         // Watch every directory before stamping: a change made while the
         // files are stamped is an event for the next refresh.
         if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
             self.watch = Watch::new(&walked.dirs);
         }
         self.looked = true;
-        let mut next = BTreeMap::new();
+        let mut next = Vec::with_capacity(walked.files.len());
         let mut delta = Delta::default();
         for ((rel, abs), st) in walked.files.into_iter().zip(stamps) {
-            let Some(st) = st else { continue };
+            let st = match st {
+                Some(st) => st,
+                None if first && reads(&rel) => UNKNOWN,
+                None => continue,
+            };
             if self.stamps.get(&rel) != Some(&st) {
                 delta.changed.push((rel.clone(), abs));
             }
-            next.insert(rel, st);
+            next.push((rel, st));
         }
+        // The walk lists the files in path order: the map is built in one
+        // pass, not 10,000 searches.
+        let next: BTreeMap<String, Stamp> = next.into_iter().collect();
         delta.gone = self
             .stamps
             .keys()
@@ -124,6 +188,7 @@ impl LiveFolder {
             .cloned()
             .collect();
         self.stamps = next;
+        self.unreadable = walked.unreadable;
         Ok(Some(delta))
     }
 
@@ -177,5 +242,27 @@ mod tests {
         f.forget("sub/b.md");
         let d = f.refresh().unwrap().unwrap();
         assert_eq!(d.changed.len(), 1);
+    }
+
+    #[test]
+    fn files_a_reader_stamps_are_reported_again_until_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut f = LiveFolder::new(tmp.path().to_path_buf());
+        let root = f.root().to_path_buf();
+        for name in ["a.md", "b.md", "c.png"] {
+            std::fs::write(root.join(name), name).unwrap();
+        }
+        let reads = |rel: &str| rel.ends_with(".md");
+        let d = f.refresh_reading(&reads).unwrap().unwrap();
+        assert_eq!(d.changed.len(), 3);
+        let (_, stamp) = crate::walk::read_file_stamped(&root.join("a.md")).unwrap();
+        f.record([("a.md".to_string(), stamp), ("gone.md".to_string(), stamp)]);
+        f.touch();
+        let d = f.refresh_reading(&reads).unwrap().unwrap();
+        let changed: Vec<&str> = d.changed.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(changed, ["b.md"], "only the file left unrecorded");
+        assert_eq!(f.files().count(), 3);
+        f.touch();
+        assert!(f.refresh().unwrap().unwrap().is_empty());
     }
 }

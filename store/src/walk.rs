@@ -81,7 +81,7 @@ impl Stamp {
 
 /// Walks `root`.
 pub fn walk(root: &Path) -> Result<Walked, Error> {
-    walk_with(root, false).map(|(w, _)| w)
+    walk_with(root, None).map(|(w, _)| w)
 }
 
 /// [`walk`], with each file's [`Stamp`] (`None` when it could not be
@@ -89,8 +89,20 @@ pub fn walk(root: &Path) -> Result<Walked, Error> {
 /// directory as the walk lists it, which is much cheaper than looking its
 /// whole path up again; a linked file's is its target's.
 pub fn walk_stamped(root: &Path) -> Result<(Walked, Vec<Option<Stamp>>), Error> {
-    walk_with(root, true)
+    walk_with(root, Some(&|_| true))
 }
+
+/// [`walk_stamped`], stamping only the files `which` picks (by
+/// bundle-relative path); the others' stamps are `None`.
+pub fn walk_stamped_where(
+    root: &Path,
+    which: &Picker<'_>,
+) -> Result<(Walked, Vec<Option<Stamp>>), Error> {
+    walk_with(root, Some(which))
+}
+
+/// Picks files by bundle-relative path.
+pub type Picker<'a> = dyn Fn(&str) -> bool + Sync + 'a;
 
 /// One directory's listing: its files (with their stamps when asked) and
 /// the directories below it.
@@ -103,7 +115,12 @@ struct Listing {
 }
 
 /// Lists the directory `dir` (bundle-relative `rel`).
-fn list(canon_root: &Path, dir: &Path, rel: &str, stamped: bool) -> std::io::Result<Listing> {
+fn list(
+    canon_root: &Path,
+    dir: &Path,
+    rel: &str,
+    stamped: Option<&Picker<'_>>,
+) -> std::io::Result<Listing> {
     let mut out = Listing::default();
     for entry in std::fs::read_dir(dir)? {
         let Ok(entry) = entry else {
@@ -135,6 +152,7 @@ fn list(canon_root: &Path, dir: &Path, rel: &str, stamped: bool) -> std::io::Res
             // Linked files are stamped through their path (the target's
             // stamp), the rest through their entry.
             let stamp = stamped
+                .is_some_and(|pick| pick(&child_rel))
                 .then(|| {
                     let meta = if ft.is_symlink() {
                         std::fs::metadata(&path)
@@ -150,7 +168,10 @@ fn list(canon_root: &Path, dir: &Path, rel: &str, stamped: bool) -> std::io::Res
     Ok(out)
 }
 
-fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>), Error> {
+fn walk_with(
+    root: &Path,
+    stamped: Option<&Picker<'_>>,
+) -> Result<(Walked, Vec<Option<Stamp>>), Error> {
     let meta = std::fs::metadata(root).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::BundleNotDirectory(root.to_path_buf())
@@ -216,11 +237,11 @@ fn walk_with(root: &Path, stamped: bool) -> Result<(Walked, Vec<Option<Stamp>>),
     // Paths are unique: the order of equal keys cannot show.
     use rayon::slice::ParallelSliceMut;
     files.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut stamps = Vec::with_capacity(if stamped { files.len() } else { 0 });
+    let mut stamps = Vec::with_capacity(if stamped.is_some() { files.len() } else { 0 });
     out.files = files
         .into_iter()
         .map(|(rel, path, stamp)| {
-            if stamped {
+            if stamped.is_some() {
                 stamps.push(stamp);
             }
             (rel, path)
