@@ -196,6 +196,19 @@ impl Bundle {
         Ok(bundle)
     }
 
+    /// Puts `doc` in the place of the document at its path and returns
+    /// that one: the set of paths is unchanged, so only what is derived
+    /// from the documents on demand is let go of. `None`, and `doc` is not
+    /// kept, when no document has its path (a new path needs the bundle
+    /// made again, [`Bundle::from_parts`]).
+    pub fn replace(&mut self, doc: Document) -> Option<Document> {
+        let &i = self.by_path.get(&doc.path)?;
+        self.short = std::sync::OnceLock::new();
+        self.by_id = std::sync::OnceLock::new();
+        self.graph = std::sync::OnceLock::new();
+        Some(std::mem::replace(&mut self.docs[i], doc))
+    }
+
     /// Takes the bundle apart again (to update it in place).
     pub fn into_parts(self) -> (Vec<Document>, Vec<String>) {
         (self.docs, self.assets)
@@ -958,6 +971,35 @@ fn check_publication(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_document_is_seen_by_every_lookup() {
+        let cfg = Config::default();
+        let opts = ParseOptions::validation(&cfg, None);
+        let concept = |title: &str| format!("---\ntype: Skill\ntitle: {title}\n---\n# {title}\n");
+        let parse = |path: &str, text: &str| doc::parse(path, text.as_bytes(), &opts);
+        let mut b = Bundle::from_parts(
+            vec![
+                parse("a/x.md", &concept("Old")),
+                parse("b/x.md", "# Plain\n"),
+            ],
+            vec![],
+        );
+        assert_eq!(b.concepts().count(), 1);
+        assert!(b.find_concept("x").is_ok(), "the one concept named x");
+        let old = b.replace(parse("b/x.md", &concept("New")));
+        assert!(old.is_some_and(|d| d.concept.is_none()));
+        assert_eq!(b.concepts().count(), 2);
+        assert!(
+            matches!(b.find_concept("x"), Err(IdError::Ambiguous(_))),
+            "short ids are derived again"
+        );
+        assert!(b.replace(parse("c/new.md", &concept("C"))).is_none());
+        assert!(
+            b.doc("c/new.md").is_none(),
+            "a new path needs the bundle made again"
+        );
+    }
 
     #[test]
     fn short_ids_follow_the_tiers() {

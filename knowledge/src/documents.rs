@@ -128,14 +128,33 @@ impl Documents {
     }
 
     /// Applies one refresh: documents gone, documents read again (or that
-    /// could not be read), and the folder's non-Markdown files.
-    pub(crate) fn apply(&mut self, gone: &[String], read: &[Read], assets: Vec<String>) {
+    /// could not be read), and the folder's non-Markdown files. True when
+    /// the set of concept ids may have changed.
+    pub(crate) fn apply(&mut self, gone: &[String], read: &[Read], assets: Vec<String>) -> bool {
         let opts = parse_options(&self.project);
         let parsed: Vec<Document> = read
             .par_iter()
             .filter(|(rel, _)| bundle::is_document(rel))
             .filter_map(|(rel, r)| r.as_ref().ok().map(|b| doc::parse(rel, b, &opts)))
             .collect();
+        let in_place = gone.is_empty()
+            && parsed.len() == read.len()
+            && assets == self.bundle.assets
+            && parsed.iter().all(|d| self.bundle.doc(&d.path).is_some());
+        if in_place {
+            // Files edited, none added or removed: each document takes its
+            // old place, without rebuilding the bundle.
+            let mut ids_moved = false;
+            for d in parsed {
+                self.unreadable.remove(&d.path);
+                let id = d.concept.as_ref().map(|c| c.id.clone());
+                if let Some(old) = self.bundle.replace(d) {
+                    ids_moved |= old.concept.map(|c| c.id) != id;
+                }
+            }
+            return ids_moved;
+        }
+        let before = self.ids();
         let (docs, _) =
             std::mem::replace(&mut self.bundle, Bundle::from_parts(vec![], vec![])).into_parts();
         let mut by_path: HashMap<String, Document> =
@@ -156,6 +175,7 @@ impl Documents {
             }
         }
         self.bundle = Bundle::from_parts(by_path.into_values().collect(), assets);
+        self.ids() != before
     }
 
     /// Scans the bodies `which` asks for that are not scanned yet.

@@ -306,9 +306,7 @@ impl FolderKb {
         }
         let assets = self.assets();
         if let Some(d) = self.docs.as_mut() {
-            let before = d.ids();
-            d.apply(&gone, &read, assets);
-            if d.ids() != before {
+            if d.apply(&gone, &read, assets) {
                 self.generation += 1;
             }
         }

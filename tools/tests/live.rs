@@ -194,3 +194,36 @@ fn a_folder_connection_shares_its_folder_with_the_bundle_tools() {
     assert_eq!(listed(&tb)["metrics/revenue"], "Money in, net of refunds.");
     assert_eq!(kb.reads(), first + 1, "one edit, one read");
 }
+
+#[test]
+fn an_edit_that_makes_or_unmakes_a_concept_is_announced() {
+    let dir = project();
+    let bundle = dir.path().join("bundle");
+    let tb = Toolbox::new(dir.path().to_path_buf(), &Options::default()).expect("toolbox");
+    assert_eq!(listed(&tb).len(), 2);
+    assert!(!tb.concepts_changed());
+    // An edit in place that takes the frontmatter away: no concept now.
+    write(
+        &bundle,
+        "metrics/revenue.md",
+        "# Revenue\n\nNo frontmatter.\n",
+    );
+    assert!(!listed(&tb).contains_key("metrics/revenue"));
+    assert!(tb.concepts_changed());
+    // An edit of a concept that stays one changes no id.
+    write(
+        &bundle,
+        "metrics/orders.md",
+        &concept("Orders", "Orders placed, again."),
+    );
+    assert_eq!(listed(&tb)["metrics/orders"], "Orders placed, again.");
+    assert!(!tb.concepts_changed());
+    // And back.
+    write(
+        &bundle,
+        "metrics/revenue.md",
+        &concept("Revenue", "Money in."),
+    );
+    assert_eq!(listed(&tb)["metrics/revenue"], "Money in.");
+    assert!(tb.concepts_changed());
+}
