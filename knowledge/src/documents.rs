@@ -66,15 +66,14 @@ impl Documents {
         assets: Vec<String>,
     ) -> (Documents, Vec<String>, Vec<(String, Stamp)>) {
         let opts = parse_options(&project);
+        let opener = okfit_store::walk::Opener::new(files.iter().map(|(_, abs)| abs.as_path()));
         let parsed: Vec<Result<(Document, Stamp), (String, std::io::Error)>> = files
             .into_par_iter()
             .filter(|(rel, _)| bundle::is_document(rel))
-            .map(
-                |(rel, abs)| match okfit_store::walk::read_file_stamped(&abs) {
-                    Ok((b, stamp)) => Ok((doc::parse(&rel, &b, &opts), stamp)),
-                    Err(e) => Err((rel, e)),
-                },
-            )
+            .map(|(rel, abs)| match opener.read_stamped(&abs) {
+                Ok((b, stamp)) => Ok((doc::parse(&rel, &b, &opts), stamp)),
+                Err(e) => Err((rel, e)),
+            })
             .collect();
         let mut docs = vec![];
         let mut stamps = vec![];

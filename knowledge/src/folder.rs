@@ -178,15 +178,14 @@ pub(crate) struct FolderKb {
 /// Reads the Markdown files among `files`, in parallel, each with its
 /// stamp from the open file.
 fn read_files(files: Vec<(String, PathBuf)>) -> Vec<(Read, Option<Stamp>)> {
+    let opener = okfit_store::walk::Opener::new(files.iter().map(|(_, abs)| abs.as_path()));
     files
         .into_par_iter()
         .filter(|(rel, _)| bundle::is_document(rel))
-        .map(
-            |(rel, abs)| match okfit_store::walk::read_file_stamped(&abs) {
-                Ok((bytes, stamp)) => ((rel, Ok(Arc::from(bytes))), Some(stamp)),
-                Err(e) => ((rel, Err(e)), None),
-            },
-        )
+        .map(|(rel, abs)| match opener.read_stamped(&abs) {
+            Ok((bytes, stamp)) => ((rel, Ok(Arc::from(bytes))), Some(stamp)),
+            Err(e) => ((rel, Err(e)), None),
+        })
         .collect()
 }
 

@@ -95,6 +95,7 @@ pub fn load_walked(
         .files
         .iter()
         .partition(|(p, _)| bundle::is_document(p));
+    let opener = walk::Opener::new(md.iter().map(|(_, abs)| abs.as_path()));
     let read = |rel: &String, abs: &std::path::PathBuf| -> Result<_, Error> {
         let unreadable = |e| Error::FileUnreadable {
             rel: rel.clone(),
@@ -102,10 +103,10 @@ pub fn load_walked(
             source: e,
         };
         if opts.stamps {
-            let (bytes, stamp) = walk::read_file_stamped(abs).map_err(unreadable)?;
+            let (bytes, stamp) = opener.read_stamped(abs).map_err(unreadable)?;
             Ok((bytes, Some(stamp)))
         } else {
-            Ok((walk::read_file(abs).map_err(unreadable)?, None))
+            Ok((opener.read(abs).map_err(unreadable)?, None))
         }
     };
     let to_read: Vec<&(String, std::path::PathBuf)> = md
