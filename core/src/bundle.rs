@@ -186,14 +186,24 @@ impl Bundle {
     pub fn assemble<T: AsRef<str>, E>(
         docs: Vec<Document>,
         assets: Vec<String>,
-        mut text_of: impl FnMut(&str) -> Result<T, E>,
+        text_of: impl FnMut(&str) -> Result<T, E>,
     ) -> Result<Bundle, E> {
         let mut bundle = Bundle::from_parts(docs, assets);
-        for path in bundle.digests_needed() {
-            let digest = doc::file_digest(text_of(&path)?.as_ref());
-            bundle.set_digest(&path, digest);
-        }
+        bundle.fill_digests(text_of)?;
         Ok(bundle)
+    }
+
+    /// Computes the body digests that Publications need and no parse
+    /// recorded ([`Bundle::digests_needed`]) from the texts `text_of` reads.
+    pub fn fill_digests<T: AsRef<str>, E>(
+        &mut self,
+        mut text_of: impl FnMut(&str) -> Result<T, E>,
+    ) -> Result<(), E> {
+        for path in self.digests_needed() {
+            let digest = doc::file_digest(text_of(&path)?.as_ref());
+            self.set_digest(&path, digest);
+        }
+        Ok(())
     }
 
     /// Puts `doc` in the place of the document at its path and returns

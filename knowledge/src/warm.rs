@@ -169,13 +169,11 @@ impl Checks {
             .filter(|p| !bundle::is_document(p))
             .cloned()
             .collect();
-        let (old_docs, old_assets) = self.bundle.into_parts();
-        let known: HashSet<&str> = old_docs.iter().map(|d| d.path.as_str()).collect();
+        let known = |p: &String| self.bundle.doc(p).is_some();
         let removed = self.gone;
-        let structure_changed = removed.iter().any(|p| known.contains(p.as_str()))
-            || reread.keys().any(|p| !known.contains(p.as_str()))
-            || old_assets != assets;
-        drop(known);
+        let structure_changed = removed.iter().any(known)
+            || reread.keys().any(|p| !known(p))
+            || self.bundle.assets != assets;
         let popts = ParseOptions::validation(cfg, Some(now));
         let read = reread.values().filter(|b| b.is_none()).count() as u64;
         let fresh: Vec<Document> = reread
@@ -194,18 +192,29 @@ impl Checks {
                 Ok(doc::parse(rel, &bytes, &popts))
             })
             .collect::<Result<_, Error>>()?;
-        // Fresh documents take their old places, so the bundle's sort by
-        // path finds the order nearly made.
         let reread: HashSet<String> = reread.into_keys().collect();
-        let mut fresh: HashMap<String, Document> =
-            fresh.into_iter().map(|d| (d.path.clone(), d)).collect();
-        let mut docs: Vec<Document> = old_docs
-            .into_iter()
-            .filter(|d| !removed.contains(&d.path))
-            .map(|d| fresh.remove(&d.path).unwrap_or(d))
-            .collect();
-        docs.extend(fresh.into_values());
-        let b = Bundle::assemble(docs, assets, |path| read_text(root, path))?;
+        let b = if structure_changed {
+            // Fresh documents take their old places, so the bundle's sort
+            // by path finds the order nearly made.
+            let (old_docs, _) = self.bundle.into_parts();
+            let mut fresh: HashMap<String, Document> =
+                fresh.into_iter().map(|d| (d.path.clone(), d)).collect();
+            let mut docs: Vec<Document> = old_docs
+                .into_iter()
+                .filter(|d| !removed.contains(&d.path))
+                .map(|d| fresh.remove(&d.path).unwrap_or(d))
+                .collect();
+            docs.extend(fresh.into_values());
+            Bundle::assemble(docs, assets, |path| read_text(root, path))?
+        } else {
+            // The same paths: each fresh document in its old place.
+            let mut b = self.bundle;
+            for d in fresh {
+                b.replace(d);
+            }
+            b.fill_digests(|path| read_text(root, path))?;
+            b
+        };
         // Documents whose checks must run again.
         let recheck: HashSet<String> = b
             .docs
@@ -227,27 +236,30 @@ impl Checks {
             stamps: vec![],
         };
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
-        let mut per_doc = HashMap::default();
-        let mut cached = self.per_doc;
+        // The kept findings are updated in place: only the documents
+        // checked again (and those gone) change their entries.
+        let mut per_doc = self.per_doc;
+        for p in &removed {
+            per_doc.remove(p);
+        }
         let report = bundle::validate_with(&loaded.bundle, cfg, extra, |docs, check| {
-            // The checks that must run, in parallel; the rest are moved
-            // out of the kept findings, not copied.
-            let mut fresh: HashMap<&str, Vec<Diagnostic>> = docs
+            let fresh: Vec<(usize, Vec<Diagnostic>)> = docs
                 .par_iter()
-                .filter(|d| recheck.contains(&d.path) || !cached.contains_key(&d.path))
-                .map(|d| (d.path.as_str(), check(d)))
+                .enumerate()
+                .filter(|(_, d)| recheck.contains(&d.path) || !per_doc.contains_key(&d.path))
+                .map(|(i, d)| (i, check(d)))
                 .collect();
-            let out: Vec<Vec<Diagnostic>> = docs
-                .iter()
-                .map(|d| {
-                    fresh
-                        .remove(d.path.as_str())
-                        .or_else(|| cached.remove(&d.path))
-                        .unwrap_or_default()
-                })
-                .collect();
-            per_doc = by_path(docs, &out);
-            out
+            for (i, found) in fresh {
+                match per_doc.get_mut(&docs[i].path) {
+                    Some(slot) => *slot = found,
+                    None => {
+                        per_doc.insert(docs[i].path.clone(), found);
+                    }
+                }
+            }
+            docs.par_iter()
+                .map(|d| per_doc.get(&d.path).cloned().unwrap_or_default())
+                .collect()
         });
         let checks = Checks {
             config: self.config,

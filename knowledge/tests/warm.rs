@@ -184,3 +184,47 @@ fn warm_reports_equal_cold_runs_after_every_kind_of_change() {
     check(&w, "a config change", NOW);
     assert!(work(&w).cold);
 }
+
+#[test]
+fn a_rendered_concept_edited_in_place_drifts_as_in_a_cold_run() {
+    // The default profile checks Publications: their renders' digests are
+    // filled in again for a target read again in place.
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap();
+    let bundle = project.join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(bundle.join(rel), text).unwrap();
+    write(
+        "surf.md",
+        "---\ntype: Surface\ntitle: Surf\ndescription: d\n---\n# Surf\n",
+    );
+    let a = skill("A", "Body one.\n");
+    write("a.md", &a);
+    let digest = okfit_core::doc::file_body_digest(&a);
+    write(
+        "pub.md",
+        &format!(
+            "---\ntype: Publication\ntitle: Pub\ndescription: d\nstatus: stable\nsurface: surf\nrenders:\n  - path: a.md\n    body_sha256: {digest}\n---\n# Pub\n"
+        ),
+    );
+    let w = Live::new(project.clone());
+    let p = discover::resolve(None, &project, None).unwrap();
+    let drift = |text: &str| text.contains("publication-drift");
+    let first = warm(&w, NOW);
+    assert_eq!(first, cold(&p, NOW));
+    assert!(!drift(&first), "{first}");
+    write("a.md", &skill("A", "Body two, longer.\n"));
+    let edited = warm(&w, NOW);
+    assert_eq!(edited, cold(&p, NOW));
+    assert!(drift(&edited), "{edited}");
+    assert_eq!(
+        w.validation_work().unwrap(),
+        warm_work(1, 2),
+        "a.md and pub.md"
+    );
+    write("a.md", &a);
+    let back = warm(&w, NOW);
+    assert_eq!(back, cold(&p, NOW));
+    assert!(!drift(&back), "{back}");
+}
