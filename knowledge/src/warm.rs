@@ -68,6 +68,25 @@ pub(crate) type Stamps = Vec<(String, Stamp)>;
 pub(crate) type Asked<'a> = (&'a Project, Instant, bool);
 
 impl Checks {
+    /// What a run kept: no change noted since yet.
+    fn after(
+        config: String,
+        now: Instant,
+        bundle: Bundle,
+        per_doc: HashMap<String, Vec<Diagnostic>>,
+        work: Work,
+    ) -> Checks {
+        Checks {
+            config,
+            now,
+            bundle,
+            per_doc,
+            changed: HashMap::default(),
+            gone: HashSet::default(),
+            work,
+        }
+    }
+
     /// What the last run did.
     pub(crate) fn work(&self) -> Work {
         self.work
@@ -127,19 +146,13 @@ impl Checks {
                 out
             });
         let n = loaded.bundle.docs.len();
-        let checks = Checks {
-            config: format!("{:?}", project.config),
-            now,
-            bundle: loaded.bundle,
-            per_doc,
-            changed: HashMap::default(),
-            gone: HashSet::default(),
-            work: Work {
-                cold: true,
-                parsed: n,
-                checked: n,
-            },
+        let work = Work {
+            cold: true,
+            parsed: n,
+            checked: n,
         };
+        let config = format!("{:?}", project.config);
+        let checks = Checks::after(config, now, loaded.bundle, per_doc, work);
         Ok((report, checks, loaded.stamps))
     }
 
@@ -261,19 +274,12 @@ impl Checks {
                 .map(|d| per_doc.get(&d.path).cloned().unwrap_or_default())
                 .collect()
         });
-        let checks = Checks {
-            config: self.config,
-            now,
-            bundle: loaded.bundle,
-            per_doc,
-            changed: HashMap::default(),
-            gone: HashSet::default(),
-            work: Work {
-                cold: false,
-                parsed: reread.len(),
-                checked: recheck.len(),
-            },
+        let work = Work {
+            cold: false,
+            parsed: reread.len(),
+            checked: recheck.len(),
         };
+        let checks = Checks::after(self.config, now, loaded.bundle, per_doc, work);
         Ok((report, checks, read))
     }
 }
