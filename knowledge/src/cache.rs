@@ -241,6 +241,8 @@ impl Cache {
     /// folder no longer has are deleted. The number of files read.
     pub(crate) fn reconcile(&self, folder: &mut LiveFolder) -> Result<u64, Error> {
         let _turn = self.turn()?;
+        // Files walked but not read yet have no stamp to compare.
+        folder.settle();
         let docs: Vec<(String, Stamp)> = folder
             .stamps()
             .iter()

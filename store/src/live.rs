@@ -116,6 +116,25 @@ impl LiveFolder {
         }
     }
 
+    /// Stamps, through their paths, the files still unknown (left for a
+    /// reader by [`LiveFolder::refresh_reading`] that has not read them
+    /// yet), so that [`LiveFolder::stamps`] holds real stamps for a caller
+    /// that compares them with stamps saved elsewhere.
+    pub fn settle(&mut self) {
+        use rayon::prelude::*;
+        let root = &self.root;
+        let mut unknown: Vec<(&String, &mut Stamp)> = self
+            .stamps
+            .iter_mut()
+            .filter(|(_, s)| **s == UNKNOWN)
+            .collect();
+        unknown.par_iter_mut().for_each(|(rel, s)| {
+            if let Some(st) = Stamp::of(&root.join(rel.as_str())) {
+                **s = st;
+            }
+        });
+    }
+
     /// True when the folder has been looked at and something may have
     /// changed since. Consumes the watch's events (the next refresh walks).
     pub fn poll(&mut self) -> bool {
@@ -264,5 +283,12 @@ mod tests {
         assert_eq!(f.files().count(), 3);
         f.touch();
         assert!(f.refresh().unwrap().unwrap().is_empty());
+        // Settled, the stamps are the files' own.
+        let mut g = LiveFolder::new(root.clone());
+        g.refresh_reading(&reads).unwrap();
+        g.settle();
+        for (rel, st) in g.stamps() {
+            assert_eq!(Some(*st), Stamp::of(&root.join(rel)), "{rel}");
+        }
     }
 }

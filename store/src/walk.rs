@@ -42,7 +42,11 @@ pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
 /// target's). A write between the two makes the stamp older than the
 /// text, which costs one more read later, never a missed change.
 pub fn read_file_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
-    let file = std::fs::File::open(path)?;
+    read_all_stamped(std::fs::File::open(path)?)
+}
+
+/// The stamp of an open file, then its contents.
+fn read_all_stamped(file: std::fs::File) -> std::io::Result<(Vec<u8>, Stamp)> {
     let stamp = Stamp::from_meta(&file.metadata()?);
     Ok((read_all(file)?, stamp))
 }
@@ -114,9 +118,7 @@ impl Opener {
 
     /// [`read_file_stamped`] through the held directory.
     pub fn read_stamped(&self, path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
-        let file = self.open(path)?;
-        let stamp = Stamp::from_meta(&file.metadata()?);
-        Ok((read_all(file)?, stamp))
+        read_all_stamped(self.open(path)?)
     }
 }
 
