@@ -228,9 +228,11 @@ impl MinSeverity {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UnsavedDocument {
-    #[schemars(description = "Bundle-relative path ending in .md.")]
+    #[schemars(
+        description = "Bundle-relative path ending in .md (a new file only under an existing directory)."
+    )]
     pub path: String,
-    #[schemars(description = "The document's full text.")]
+    #[schemars(description = "Its full text.")]
     pub text: String,
 }
 
@@ -238,33 +240,30 @@ pub(crate) struct UnsavedDocument {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ValidateArgs {
     #[schemars(
-        description = "ISO 8601 instant with an explicit offset; enables the stale lint at that instant. Default: the current time."
+        description = "ISO 8601 instant with an explicit offset at which the stale lint runs; default: now."
     )]
     #[serde(default)]
     pub now: Option<String>,
     #[schemars(
-        description = "Unsaved documents to validate in place of the files on disk (never written)."
+        description = "Unsaved documents checked in place of the files on disk, never written."
     )]
     #[serde(default)]
     pub documents: Option<Vec<UnsavedDocument>>,
     #[schemars(
-        description = "Only this bundle-relative file's diagnostics (for example modules/core.md), reading only what they depend on; the summary then counts that file."
+        description = "Only this bundle-relative file's diagnostics; the summary then counts that file."
     )]
     #[serde(default)]
     pub file: Option<String>,
-    #[schemars(description = "Only diagnostics at least this severe: info, warning or error.")]
+    #[schemars(description = "Only diagnostics at least this severe.")]
     #[serde(default)]
     pub severity: Option<MinSeverity>,
     #[schemars(
         range(min = 1, max = 5000),
-        description = "Most diagnostics to return (default 200), in the CLI's order; the summary always counts them all."
+        description = "Default 200, in the CLI's order."
     )]
     #[serde(default)]
     pub limit: Option<u64>,
-    #[schemars(
-        range(min = 0),
-        description = "Diagnostics to skip first, to page through the rest."
-    )]
+    #[schemars(range(min = 0), description = "Diagnostics skipped first.")]
     #[serde(default)]
     pub offset: Option<u64>,
 }

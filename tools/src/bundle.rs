@@ -56,7 +56,7 @@ pub const BUNDLE_TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "stale_report",
         title: "Stale concepts",
-        description: "Lists the concepts whose stale_after instant has passed, with their summaries and how many whole days past each is, as of now or of an explicit instant (ISO 8601 with an offset). Pages with limit (default 200, max 1000) and offset, and reports the total. Call it before relying on time-sensitive knowledge, and say so when you use a stale concept.",
+        description: "Lists the concepts whose stale_after instant has passed, as of now or of an explicit instant (ISO 8601 with an offset), with their summaries, whole days past, and the total. Call it before relying on time-sensitive knowledge, and say so when you use a stale concept.",
         schema: derived::<StaleArgs>,
         group: Group::Bundle,
         access: Access::Read,
@@ -65,7 +65,7 @@ pub const BUNDLE_TOOLS: [ToolDef; 6] = [
     ToolDef {
         name: "validate_bundle",
         title: "Validate the bundle",
-        description: "Runs the same conformance and lint checks as `okfit validate --format json` and returns that report: the summary counts, the exit code the CLI would use, and the diagnostics (file, code, severity, message, range), at most 200 by default. Narrow with file (one bundle-relative path) and severity (info, warning or error and above); page with limit and offset; a \"page\" field says how many were left out and the offset to continue from. Pass documents: [{path, text}] to check unsaved text (bundle-relative .md paths, a new file only under an existing directory) without writing it. Call it with the file you just wrote or edited, before moving on to the next one.",
+        description: "Runs the checks of `okfit validate --format json` and returns its report: the summary counts, the exit code the CLI would use, and the diagnostics (file, code, severity, message, range), 200 unless limit says otherwise; \"page\" says how many were left out. Pass documents to check unsaved text without writing it. Call it with the file you just wrote or edited, before moving on.",
         schema: derived::<ValidateArgs>,
         group: Group::Bundle,
         access: Access::Read,
