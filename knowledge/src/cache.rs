@@ -205,7 +205,7 @@ impl Cache {
 
     /// Saves the stamps of the folder's documents (as `folder` last saw
     /// them) with the store head they go with.
-    fn save(&self, folder: &LiveFolder, head: &str) -> Result<(), Error> {
+    fn save(&self, folder: &mut LiveFolder, head: &str) -> Result<(), Error> {
         let recent = SystemTime::now().checked_sub(RACY).unwrap_or(UNIX_EPOCH);
         let mut out = format!("{STAMPS_HEADER}\nhead\t{head}\n");
         for (rel, st) in folder.stamps() {
@@ -241,8 +241,6 @@ impl Cache {
     /// folder no longer has are deleted. The number of files read.
     pub(crate) fn reconcile(&self, folder: &mut LiveFolder) -> Result<u64, Error> {
         let _turn = self.turn()?;
-        // Files walked but not read yet have no stamp to compare.
-        folder.settle();
         let docs: Vec<(String, Stamp)> = folder
             .stamps()
             .iter()
@@ -323,7 +321,7 @@ impl Cache {
     /// Commits a refresh: the files `read` again and the files `gone`.
     pub(crate) fn apply(
         &self,
-        folder: &LiveFolder,
+        folder: &mut LiveFolder,
         gone: &[String],
         read: &[Read],
     ) -> Result<(), Error> {

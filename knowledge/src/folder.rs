@@ -286,7 +286,7 @@ impl FolderKb {
         if let Some(c) = self.checks.as_mut() {
             c.keep(&read);
         }
-        let folder = &self.folder;
+        let folder = &mut self.folder;
         if matches!(&self.kept, Kept::Cache(c) if c.apply(folder, &gone, &read).is_err()) {
             // The cache cannot hold this folder now: memory from here on.
             self.kept = Kept::Memory { fill: false };

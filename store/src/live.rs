@@ -84,8 +84,12 @@ impl LiveFolder {
         self.stamps.keys()
     }
 
-    /// Every file the last refresh found, with its stamp.
-    pub fn stamps(&self) -> &BTreeMap<String, Stamp> {
+    /// Every file the last refresh found, with its stamp: a file left for
+    /// a reader that has not read it yet (see
+    /// [`LiveFolder::refresh_reading`]) is stamped through its path first,
+    /// so a caller can compare these with stamps saved elsewhere.
+    pub fn stamps(&mut self) -> &BTreeMap<String, Stamp> {
+        self.settle();
         &self.stamps
     }
 
@@ -116,11 +120,8 @@ impl LiveFolder {
         }
     }
 
-    /// Stamps, through their paths, the files still unknown (left for a
-    /// reader by [`LiveFolder::refresh_reading`] that has not read them
-    /// yet), so that [`LiveFolder::stamps`] holds real stamps for a caller
-    /// that compares them with stamps saved elsewhere.
-    pub fn settle(&mut self) {
+    /// Stamps, through their paths, the files still unknown.
+    fn settle(&mut self) {
         use rayon::prelude::*;
         let root = &self.root;
         let mut unknown: Vec<(&String, &mut Stamp)> = self
@@ -286,7 +287,6 @@ mod tests {
         // Settled, the stamps are the files' own.
         let mut g = LiveFolder::new(root.clone());
         g.refresh_reading(&reads).unwrap();
-        g.settle();
         for (rel, st) in g.stamps() {
             assert_eq!(Some(*st), Stamp::of(&root.join(rel)), "{rel}");
         }
