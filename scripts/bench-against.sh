@@ -8,10 +8,12 @@
 #
 # BASE (a commit) is checked out once, detached, in bench/out/against/<sha>
 # and built there (`okfit-bench` and okfit's binaries, release); then, for
-# ROUNDS rounds (default 3), `okfit-bench-kb --sizes 500,5000 --writes` and
-# `okfit-bench-mcp --sizes 500,5000` run from BASE's tree and from this
-# one, each writing its own data under its own bench/out. Each run's table
-# goes to stdout, labelled `base` or `this`; compare medians across rounds.
+# ROUNDS rounds (default 3), `okfit-bench` (validation of the standard
+# shape), `okfit-bench-kb --writes`, `okfit-bench-mcp` and
+# `okfit-bench-serve`, each at 500 and 5,000 concepts, run from BASE's tree
+# and from this one, each writing its own data under its own bench/out.
+# Each run's table goes to stdout, labelled `base` or `this`; compare
+# medians across rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,9 +46,12 @@ done
 run() {
   local label=$1 tree=$2
   echo "== $label (${tree#"$here"/})"
+  (cd "$tree" && target/release/okfit-bench --no-build --sizes 500,5000 --runs 11 2>&1 |
+    grep -E '^okfit ')
   (cd "$tree" && target/release/okfit-bench-kb --sizes 500,5000 --writes 2>&1 | grep concepts)
   (cd "$tree" && target/release/okfit-bench-mcp --sizes 500,5000 2>&1 |
     grep -E 'spawn|list_concepts|get_concept|RSS')
+  (cd "$tree" && target/release/okfit-bench-serve --sizes 500,5000 2>&1 | grep concepts)
 }
 for ((r = 1; r <= rounds; r++)); do
   echo "# round $r of $rounds"
