@@ -67,28 +67,36 @@ impl Documents {
     ) -> (Documents, Vec<String>, Vec<(String, Stamp)>) {
         let opts = parse_options(&project);
         let opener = okfit_store::walk::Opener::new(files.iter().map(|(_, abs)| abs.as_path()));
+        // The peak is this layer's documents held once: the documents are
+        // filtered before the parallel parse (so rayon writes each result
+        // straight into its slot instead of concatenating chunks), and
+        // the results become documents in the same buffer.
+        let files: Vec<(String, std::path::PathBuf)> = files
+            .into_iter()
+            .filter(|(rel, _)| bundle::is_document(rel))
+            .collect();
         let parsed: Vec<Result<(Document, Stamp), (String, std::io::Error)>> = files
             .into_par_iter()
-            .filter(|(rel, _)| bundle::is_document(rel))
             .map(|(rel, abs)| match opener.read_stamped(&abs) {
                 Ok((b, stamp)) => Ok((doc::parse(&rel, &b, &opts), stamp)),
                 Err(e) => Err((rel, e)),
             })
             .collect();
-        let mut docs = vec![];
-        let mut stamps = vec![];
+        let mut stamps = Vec::with_capacity(parsed.len());
         let mut unreadable = BTreeMap::new();
-        for r in parsed {
-            match r {
+        let docs: Vec<Document> = parsed
+            .into_iter()
+            .filter_map(|r| match r {
                 Ok((d, stamp)) => {
                     stamps.push((d.path.clone(), stamp));
-                    docs.push(d);
+                    Some(d)
                 }
                 Err((rel, e)) => {
                     unreadable.insert(rel, (e.kind(), e.to_string()));
+                    None
                 }
-            }
-        }
+            })
+            .collect();
         let failed: Vec<String> = unreadable.keys().cloned().collect();
         let d = Documents {
             project,
