@@ -21,10 +21,8 @@ cargo build --release --locked -p okfit --bins
 bin=$PWD/target/release
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-grind() {
-  local name=$1; shift
-  valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.$name" "$@"
-}
+# A command, not a function: run in the background, `$!` is valgrind itself.
+grind=(valgrind --tool=callgrind --demangle=no)
 
 "$bin/okfit-gen" --concepts 500 --out "$work/p" >/dev/null
 
@@ -48,15 +46,14 @@ ids=$(cd "$work/p/okf" && ls area-000 | head -5 | sed 's/\.md$//')
   done
   echo '{"jsonrpc":"2.0","id":99,"method":"resources/list"}'
   sleep 2
-} | OKFIT_PROJECT_DIR="$work/p" grind mcp "$bin/okfit-mcp" >/dev/null 2>&1
+} | OKFIT_PROJECT_DIR="$work/p" "${grind[@]}" --callgrind-out-file="$work/cg.mcp" "$bin/okfit-mcp" >/dev/null 2>&1
 
-grind validate "$bin/okfit" validate "$work/p" >/dev/null 2>&1 || true
+"${grind[@]}" --callgrind-out-file="$work/cg.validate" "$bin/okfit" validate "$work/p" >/dev/null 2>&1 || true
 
 # okfit serve on a store tenant, driven over its socket by the CLI.
 "$bin/okfit" put --data "$work/data" --tenant t --bundle b "$work/p/okf" >/dev/null
 sock=$work/s.sock
-valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.serve" \
-  "$bin/okfit" serve --data "$work/data" --socket "$sock" >/dev/null 2>&1 &
+"${grind[@]}" --callgrind-out-file="$work/cg.serve" "$bin/okfit" serve --data "$work/data" --socket "$sock" >/dev/null 2>&1 &
 serve=$!
 for _ in $(seq 600); do [ -S "$sock" ] && break; sleep 0.1; done
 c="okf+unix://$sock?tenant=t"
