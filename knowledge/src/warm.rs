@@ -50,7 +50,7 @@ pub(crate) struct Checks {
     now: Instant,
     bundle: Bundle,
     /// Each document's findings (its own, links, surface, publication).
-    per_doc: HashMap<String, Vec<Diagnostic>>,
+    per_doc: PerDoc,
     /// Markdown files new or changed since the run, with their bytes
     /// where a refresh read them for the other layers.
     changed: HashMap<String, Option<Arc<[u8]>>>,
@@ -58,6 +58,26 @@ pub(crate) struct Checks {
     gone: HashSet<String>,
     /// What the run did.
     work: Work,
+}
+
+/// Each document's findings as a run left them.
+enum PerDoc {
+    /// In the order of the bundle's documents, as a cold run makes them:
+    /// keyed by path only when a later run needs them, so the first call
+    /// does not pay for it.
+    Aligned(Vec<Vec<Diagnostic>>),
+    /// By path.
+    ByPath(HashMap<String, Vec<Diagnostic>>),
+}
+
+impl PerDoc {
+    /// The findings by path; `docs` are the documents they are aligned with.
+    fn by_path(self, docs: &[Document]) -> HashMap<String, Vec<Diagnostic>> {
+        match self {
+            PerDoc::ByPath(m) => m,
+            PerDoc::Aligned(v) => docs.iter().map(|d| d.path.clone()).zip(v).collect(),
+        }
+    }
 }
 
 /// The stamps of the files a run read, by path.
@@ -69,13 +89,7 @@ pub(crate) type Asked<'a> = (&'a Project, Instant, bool);
 
 impl Checks {
     /// What a run kept: no change noted since yet.
-    fn after(
-        config: String,
-        now: Instant,
-        bundle: Bundle,
-        per_doc: HashMap<String, Vec<Diagnostic>>,
-        work: Work,
-    ) -> Checks {
+    fn after(config: String, now: Instant, bundle: Bundle, per_doc: PerDoc, work: Work) -> Checks {
         Checks {
             config,
             now,
@@ -138,11 +152,11 @@ impl Checks {
         };
         let loaded = load_for_validation(project, &walked, now, skip_provenance, true)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
-        let mut per_doc = HashMap::default();
+        let mut kept = vec![];
         let report =
             bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
                 let out: Vec<Vec<Diagnostic>> = docs.par_iter().map(check).collect();
-                per_doc = by_path(docs, &out);
+                kept = out.par_iter().cloned().collect();
                 out
             });
         let n = loaded.bundle.docs.len();
@@ -152,6 +166,7 @@ impl Checks {
             checked: n,
         };
         let config = format!("{:?}", project.config);
+        let per_doc = PerDoc::Aligned(kept);
         let checks = Checks::after(config, now, loaded.bundle, per_doc, work);
         Ok((report, checks, loaded.stamps))
     }
@@ -165,6 +180,7 @@ impl Checks {
     ) -> Result<(Report, Checks, u64), Error> {
         let root = &project.bundle_root;
         let cfg = &project.config;
+        let mut per_doc = self.per_doc.by_path(&self.bundle.docs);
         let (lo, hi) = if self.now <= now {
             (self.now, now)
         } else {
@@ -251,7 +267,6 @@ impl Checks {
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         // The kept findings are updated in place: only the documents
         // checked again (and those gone) change their entries.
-        let mut per_doc = self.per_doc;
         for p in &removed {
             per_doc.remove(p);
         }
@@ -279,17 +294,10 @@ impl Checks {
             parsed: reread.len(),
             checked: recheck.len(),
         };
+        let per_doc = PerDoc::ByPath(per_doc);
         let checks = Checks::after(self.config, now, loaded.bundle, per_doc, work);
         Ok((report, checks, read))
     }
-}
-
-/// Each document's findings, by path, to keep for the next run.
-fn by_path(docs: &[Document], out: &[Vec<Diagnostic>]) -> HashMap<String, Vec<Diagnostic>> {
-    docs.par_iter()
-        .zip(out)
-        .map(|(d, v)| (d.path.clone(), v.clone()))
-        .collect()
 }
 
 /// Whether a body link of `d` with a `#fragment` leads to one of `paths`.

@@ -179,34 +179,43 @@ impl LiveFolder {
         } else {
             walk::walk_stamped(&self.root)?
         };
-        // Watch every directory before stamping: a change made while the
-        // files are stamped is an event for the next refresh.
-        if !self.watch.as_mut().is_some_and(|w| w.cover(&walked.dirs)) {
-            self.watch = Watch::new(&walked.dirs);
-        }
-        self.looked = true;
-        let mut next = Vec::with_capacity(walked.files.len());
-        let mut delta = Delta::default();
-        for ((rel, abs), st) in walked.files.into_iter().zip(stamps) {
-            let st = match st {
-                Some(st) => st,
-                None if first && reads(&rel) => UNKNOWN,
-                None => continue,
-            };
-            if self.stamps.get(&rel) != Some(&st) {
-                delta.changed.push((rel.clone(), abs));
+        // Every directory is watched before any caller reads: a change
+        // made from here on is an event for the next refresh. The watches
+        // are added while the stamps are compared (no file is touched).
+        let watch = &mut self.watch;
+        let dirs = &walked.dirs;
+        let old = &self.stamps;
+        let compare = || {
+            let mut next = Vec::with_capacity(walked.files.len());
+            let mut delta = Delta::default();
+            for ((rel, abs), st) in walked.files.into_iter().zip(stamps) {
+                let st = match st {
+                    Some(st) => st,
+                    None if first && reads(&rel) => UNKNOWN,
+                    None => continue,
+                };
+                if old.get(&rel) != Some(&st) {
+                    delta.changed.push((rel.clone(), abs));
+                }
+                next.push((rel, st));
             }
-            next.push((rel, st));
-        }
-        // The walk lists the files in path order: the map is built in one
-        // pass, not 10,000 searches.
-        let next: BTreeMap<String, Stamp> = next.into_iter().collect();
-        delta.gone = self
-            .stamps
-            .keys()
-            .filter(|k| !next.contains_key(*k))
-            .cloned()
-            .collect();
+            // The walk lists the files in path order: the map is built in
+            // one pass, not 10,000 searches.
+            let next: BTreeMap<String, Stamp> = next.into_iter().collect();
+            delta.gone = old
+                .keys()
+                .filter(|k| !next.contains_key(*k))
+                .cloned()
+                .collect();
+            (next, delta)
+        };
+        let cover = || {
+            if !watch.as_mut().is_some_and(|w| w.cover(dirs)) {
+                *watch = Watch::new(dirs);
+            }
+        };
+        let ((), (next, delta)) = rayon::join(cover, compare);
+        self.looked = true;
         self.stamps = next;
         self.unreadable = walked.unreadable;
         Ok(Some(delta))
