@@ -416,30 +416,6 @@ pub fn serve_stdio() -> i32 {
 pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     let start = okfit_store::discover::env_start();
     let server = Server::with_options(start, opts)?;
-    let shown = match &opts.connection {
-        Some(c) => okfit_store::dsn::masked(c),
-        None => match server.tools.live().project() {
-            Ok(p) => p.bundle_root.display().to_string(),
-            Err(e) => {
-                eprintln!("okfit-mcp: {e}");
-                okfit_store::discover::env_start().display().to_string()
-            }
-        },
-    };
-    // One async thread: a request then crosses no thread but the stdio
-    // helpers' (each hand-over cost more than a warm search). Store work
-    // that may wait (a parse, PostgreSQL, whose client blocks on a runtime
-    // of its own) runs on the blocking pool, never on this thread.
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            return Err(Error::Io(format!("cannot start the runtime: {e}")));
-        }
-    };
-    eprintln!("okfit-mcp serving {shown} over stdio");
     // Walk and watch the bundle folder while the client shakes hands (a
     // few milliseconds, no file read), then parse the bundle once the
     // client asks nothing (an agent's first call usually comes seconds
@@ -466,6 +442,30 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
             }
         })
     });
+    let shown = match &opts.connection {
+        Some(c) => okfit_store::dsn::masked(c),
+        None => match server.tools.live().project() {
+            Ok(p) => p.bundle_root.display().to_string(),
+            Err(e) => {
+                eprintln!("okfit-mcp: {e}");
+                okfit_store::discover::env_start().display().to_string()
+            }
+        },
+    };
+    // One async thread: a request then crosses no thread but the stdio
+    // helpers' (each hand-over cost more than a warm search). Store work
+    // that may wait (a parse, PostgreSQL, whose client blocks on a runtime
+    // of its own) runs on the blocking pool, never on this thread.
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Err(Error::Io(format!("cannot start the runtime: {e}")));
+        }
+    };
+    eprintln!("okfit-mcp serving {shown} over stdio");
     rt.block_on(async move {
         let ((out, inc), pump) = transport::stdio();
         let transport = (

@@ -47,8 +47,32 @@ pub fn read_file_stamped(path: &Path) -> std::io::Result<(Vec<u8>, Stamp)> {
 
 /// The stamp of an open file, then its contents.
 fn read_all_stamped(file: std::fs::File) -> std::io::Result<(Vec<u8>, Stamp)> {
-    let stamp = Stamp::from_meta(&file.metadata()?);
-    Ok((read_all(file)?, stamp))
+    let meta = file.metadata()?;
+    let len = usize::try_from(meta.len()).unwrap_or(usize::MAX);
+    Ok((read_known(file, len)?, Stamp::from_meta(&meta)))
+}
+
+/// The contents of a file whose length was `len` a moment ago. One read
+/// of `len + 1` bytes that returns `len` reached the end (a read of a
+/// regular file stops short only there), so no second read is needed to
+/// see it; a file that grew or shrank meanwhile is read on to its end.
+fn read_known(mut file: std::fs::File, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    if len > 64 * 1024 * 1024 {
+        return read_all(file);
+    }
+    let mut bytes = vec![0; len + 1];
+    let n = loop {
+        match file.read(&mut bytes) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r?,
+        }
+    };
+    bytes.truncate(n);
+    if n != len {
+        file.read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
 }
 
 /// The parent directories of a set of walked files, held open so that
@@ -330,6 +354,24 @@ fn walk_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_read_whole_whatever_length_was_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.md");
+        for size in [0usize, 1, 4095, 4096, 70_000] {
+            let text: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+            std::fs::write(&p, &text).unwrap();
+            let (bytes, stamp) = read_file_stamped(&p).unwrap();
+            assert_eq!(bytes, text);
+            assert_eq!(stamp.len, size as u64);
+            // A length taken before the file grew or shrank.
+            for taken in [0, size / 2, size + 10] {
+                let got = read_known(std::fs::File::open(&p).unwrap(), taken).unwrap();
+                assert_eq!(got, text, "size {size}, length taken {taken}");
+            }
+        }
+    }
 
     #[test]
     fn stamps_follow_their_files_through_the_sort() {
