@@ -163,6 +163,14 @@ enum Kept {
     Cache(Box<Cache>),
 }
 
+/// Documents parsed, the files that could not be read, and the stamps of
+/// those read ([`Documents::read`]).
+pub(crate) type Parsed = (Documents, Vec<String>, Vec<(String, Stamp)>);
+
+/// The Markdown files (relative and absolute paths), the other files, and
+/// the changes seen when they were listed.
+pub(crate) type Plan = (Vec<(String, PathBuf)>, Vec<String>, u64);
+
 pub(crate) struct FolderKb {
     folder: LiveFolder,
     kept: Kept,
@@ -171,6 +179,9 @@ pub(crate) struct FolderKb {
     checks: Option<Box<Checks>>,
     /// Counts the changes to the set of concept ids the documents saw.
     generation: u64,
+    /// Refreshes that found files changed or gone: documents parsed
+    /// without holding the folder are kept only if none came meanwhile.
+    changes: u64,
     /// Markdown files read since the folder was opened.
     reads: u64,
 }
@@ -199,6 +210,7 @@ impl FolderKb {
             docs: None,
             checks: None,
             generation: 0,
+            changes: 0,
             reads: 0,
         }
     }
@@ -276,6 +288,9 @@ impl FolderKb {
             c.note(&delta);
         }
         let Delta { changed, gone } = delta;
+        if !(changed.is_empty() && gone.is_empty()) {
+            self.changes += 1;
+        }
         let cached = matches!(self.kept, Kept::Cache(_));
         if (changed.is_empty() && gone.is_empty())
             || (self.model.is_none() && self.docs.is_none() && !cached)
@@ -417,22 +432,9 @@ impl FolderKb {
         bodies: Bodies<'_>,
     ) -> Result<&Documents, Error> {
         self.refresh(name)?;
-        if !self
-            .docs
-            .as_ref()
-            .is_some_and(|d| Arc::ptr_eq(d.project(), project))
-        {
-            let all = self.all();
-            let (d, failed, stamps) = Documents::read(project.clone(), all, self.assets());
-            self.reads += stamps.len() as u64;
-            self.folder.record(stamps);
-            for rel in &failed {
-                self.folder.forget(rel);
-            }
-            if self.docs.as_ref().is_some_and(|old| old.ids() != d.ids()) {
-                self.generation += 1;
-            }
-            self.docs = Some(Box::new(d));
+        if !self.documents_fit(project) {
+            let parsed = Documents::read(project.clone(), self.all(), self.assets());
+            self.install(parsed);
         }
         let root = self.folder.root().to_path_buf();
         let d = self
@@ -442,6 +444,59 @@ impl FolderKb {
         d.check(&root)?;
         d.fill(&root, bodies);
         Ok(d)
+    }
+
+    /// True when the documents are parsed with `project`'s config.
+    fn documents_fit(&self, project: &Arc<Project>) -> bool {
+        self.docs
+            .as_ref()
+            .is_some_and(|d| Arc::ptr_eq(d.project(), project))
+    }
+
+    /// Takes parsed documents as the folder's documents layer.
+    fn install(&mut self, (d, failed, stamps): Parsed) {
+        self.reads += stamps.len() as u64;
+        self.folder.record(stamps);
+        for rel in &failed {
+            self.folder.forget(rel);
+        }
+        if self.docs.as_ref().is_some_and(|old| old.ids() != d.ids()) {
+            self.generation += 1;
+        }
+        self.docs = Some(Box::new(d));
+    }
+
+    /// What parsing the documents for `project` without holding the
+    /// folder needs (its Markdown files, its other files, and the changes
+    /// seen so far), or `None` when they are parsed already.
+    pub(crate) fn documents_plan(
+        &mut self,
+        name: &str,
+        project: &Arc<Project>,
+    ) -> Result<Option<Plan>, Error> {
+        self.refresh(name)?;
+        if self.documents_fit(project) {
+            return Ok(None);
+        }
+        Ok(Some((self.all(), self.assets(), self.changes)))
+    }
+
+    /// Takes documents parsed from the plan made at `at`, unless files
+    /// changed since (they would be stale) or another call parsed them
+    /// meanwhile. True when they were taken.
+    pub(crate) fn install_documents(
+        &mut self,
+        name: &str,
+        project: &Arc<Project>,
+        parsed: Parsed,
+        at: u64,
+    ) -> Result<bool, Error> {
+        self.refresh(name)?;
+        if self.changes != at || self.documents_fit(project) {
+            return Ok(false);
+        }
+        self.install(parsed);
+        Ok(true)
     }
 
     /// Validates the folder as `project`'s bundle at `now`, as
@@ -599,5 +654,55 @@ impl FolderKb {
             })
         })?;
         Ok(committed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn concept(title: &str) -> String {
+        format!("---\ntype: Note\ntitle: {title}\n---\n# {title}\n\nA harbour note.\n")
+    }
+
+    /// A project whose bundle holds `a.md` and `b.md`, and its folder.
+    fn folder() -> (tempfile::TempDir, Arc<Project>, FolderKb) {
+        let dir = tempfile::tempdir().unwrap();
+        let okf = dir.path().join("okf");
+        std::fs::create_dir_all(&okf).unwrap();
+        std::fs::write(okf.join("a.md"), concept("Pilot")).unwrap();
+        std::fs::write(okf.join("b.md"), concept("Tug")).unwrap();
+        let p = okfit_store::discover::resolve(None, dir.path(), None).unwrap();
+        let fk = FolderKb::new(p.bundle_root.clone());
+        (dir, Arc::new(p), fk)
+    }
+
+    fn titles(fk: &mut FolderKb, p: &Arc<Project>) -> Vec<String> {
+        let d = fk.documents("okf", p, Bodies::None).unwrap();
+        d.bundle()
+            .concepts()
+            .map(|(_, c)| c.title.clone())
+            .collect()
+    }
+
+    #[test]
+    fn documents_parsed_aside_are_taken_when_nothing_changed() {
+        let (_dir, p, mut fk) = folder();
+        let (files, assets, at) = fk.documents_plan("okf", &p).unwrap().unwrap();
+        let parsed = Documents::read(p.clone(), files, assets);
+        assert!(fk.install_documents("okf", &p, parsed, at).unwrap());
+        assert!(fk.documents_plan("okf", &p).unwrap().is_none());
+        assert_eq!(titles(&mut fk, &p), ["Pilot", "Tug"]);
+    }
+
+    #[test]
+    fn documents_parsed_aside_are_dropped_when_a_file_changed_meanwhile() {
+        let (dir, p, mut fk) = folder();
+        let (files, assets, at) = fk.documents_plan("okf", &p).unwrap().unwrap();
+        let parsed = Documents::read(p.clone(), files, assets);
+        std::fs::write(dir.path().join("okf/a.md"), concept("Pilot boat")).unwrap();
+        fk.folder.touch();
+        assert!(!fk.install_documents("okf", &p, parsed, at).unwrap());
+        assert_eq!(titles(&mut fk, &p), ["Pilot boat", "Tug"]);
     }
 }

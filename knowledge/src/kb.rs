@@ -608,6 +608,29 @@ impl Knowledge {
         Ok(f(fk.documents(&self.name, project, bodies)?))
     }
 
+    /// Parses the folder's documents for `project` ahead of the first call
+    /// that reads them, holding the folder only to list its files and to
+    /// take the result: a call arriving meanwhile (a first validation)
+    /// does not wait for the parse. A no-op for connections that are no
+    /// folder, and when the documents are parsed already.
+    pub fn prepare_documents(
+        &self,
+        project: &Arc<okfit_store::discover::Project>,
+    ) -> Result<(), Error> {
+        let plan = match &mut *self.lock() {
+            Backend::Folder(fk) => fk.documents_plan(&self.name, project)?,
+            _ => None,
+        };
+        let Some((files, assets, at)) = plan else {
+            return Ok(());
+        };
+        let parsed = crate::documents::Documents::read(project.clone(), files, assets);
+        if let Backend::Folder(fk) = &mut *self.lock() {
+            fk.install_documents(&self.name, project, parsed, at)?;
+        }
+        Ok(())
+    }
+
     /// Validates the folder as `project`'s bundle at `now` (with the git
     /// tier unless `skip_provenance`), as `okfit validate` does, re-reading
     /// and re-checking only what changed since the last validation

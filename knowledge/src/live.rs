@@ -129,6 +129,14 @@ impl Live {
         kb.look()
     }
 
+    /// Parses the bundle's documents ahead of the first call that reads
+    /// them, without keeping a call waiting meanwhile
+    /// ([`Knowledge::prepare_documents`]).
+    pub fn prepare(&self) -> Result<(), Error> {
+        let (project, kb) = self.current()?;
+        kb.prepare_documents(&project)
+    }
+
     /// What the last [`Live::validate`] did (`None` before the first).
     pub fn validation_work(&self) -> Option<crate::warm::Work> {
         let kb = self.lock().kb.clone();

@@ -420,7 +420,8 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     // few milliseconds, no file read), then parse the bundle once the
     // client asks nothing (an agent's first call usually comes seconds
     // after the handshake), so that call finds it ready. The parse runs on
-    // the background pool: a call arriving meanwhile keeps the cores.
+    // the background pool without holding the folder: a call arriving
+    // meanwhile keeps the cores and does not wait for it.
     let warm = server.clone();
     std::thread::spawn(move || {
         if warm.tools.project_mode {
@@ -429,10 +430,7 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
         warm.activity.wait_quiet();
         okfit_store::background::run(|| {
             if warm.tools.project_mode {
-                let _ = warm
-                    .tools
-                    .live()
-                    .read(okfit_knowledge::documents::Bodies::None, |_, _| ());
+                let _ = warm.tools.live().prepare();
             }
             // The advice is part of the manifest tool's description:
             // computed ahead only when that tool is offered (it reads every
