@@ -70,7 +70,8 @@ fn read_known(mut file: std::fs::File, len: usize) -> std::io::Result<Vec<u8>> {
     };
     bytes.truncate(n);
     if n != len {
-        file.read_to_end(&mut bytes)?;
+        // On through `Take`, as `read_all`: no size is asked again.
+        file.take(u64::MAX).read_to_end(&mut bytes)?;
     }
     Ok(bytes)
 }
