@@ -499,6 +499,42 @@ impl FolderKb {
         Ok(true)
     }
 
+    /// What a first validation for `project` reads, listed now (the folder
+    /// refreshed), with the changes seen so far; `None` when a validation
+    /// with `project`'s config is kept already.
+    pub(crate) fn validation_plan(
+        &mut self,
+        name: &str,
+        project: &Project,
+    ) -> Result<Option<(okfit_store::walk::Walked, u64)>, Error> {
+        self.refresh_reading(name, &bundle::is_document)?;
+        if self.checks.as_ref().is_some_and(|c| c.fits(project)) {
+            return Ok(None);
+        }
+        Ok(Some((crate::warm::listed(&self.folder), self.changes)))
+    }
+
+    /// Keeps a first validation made from the plan listed at `at`, with the
+    /// stamps of the files it read, unless files changed since (its
+    /// findings would be stale) or a call validated meanwhile. True when
+    /// it was kept.
+    pub(crate) fn install_checks(
+        &mut self,
+        name: &str,
+        project: &Project,
+        (checks, stamped): (Checks, crate::warm::Stamps),
+        at: u64,
+    ) -> Result<bool, Error> {
+        self.refresh(name)?;
+        if self.changes != at || self.checks.as_ref().is_some_and(|c| c.fits(project)) {
+            return Ok(false);
+        }
+        self.reads += checks.work().parsed as u64;
+        self.folder.record(stamped);
+        self.checks = Some(Box::new(checks));
+        Ok(true)
+    }
+
     /// Validates the folder as `project`'s bundle at `now`, as
     /// `okfit validate` does, re-reading and re-checking only what changed
     /// since the last validation ([`crate::warm`]). A first validation
@@ -704,5 +740,49 @@ mod tests {
         fk.folder.touch();
         assert!(!fk.install_documents("okf", &p, parsed, at).unwrap());
         assert_eq!(titles(&mut fk, &p), ["Pilot boat", "Tug"]);
+    }
+
+    fn now() -> okfit_core::time::Instant {
+        okfit_core::time::parse_now("2026-09-01T00:00:00Z").unwrap()
+    }
+
+    /// A first validation made aside from the plan, taken or not.
+    fn validate_aside(fk: &mut FolderKb, p: &Project, change: impl FnOnce()) -> bool {
+        let (walked, at) = fk.validation_plan("okf", p).unwrap().unwrap();
+        let (_, checks, stamped) = Checks::cold_over((p, now(), true), &walked).unwrap();
+        change();
+        fk.install_checks("okf", p, (checks, stamped), at).unwrap()
+    }
+
+    /// The findings of a validation, as text.
+    fn findings(fk: &mut FolderKb, p: &Project) -> String {
+        format!("{:?}", fk.validate("okf", (p, now(), false)).unwrap())
+    }
+
+    #[test]
+    fn a_validation_made_aside_is_kept_and_the_next_one_reads_nothing() {
+        let (dir, p, mut fk) = folder();
+        std::fs::write(dir.path().join("okf/b.md"), "---\ntitle: Tug\n---\n# Tug\n").unwrap();
+        assert!(validate_aside(&mut fk, &p, || ()));
+        assert!(fk.validation_plan("okf", &p).unwrap().is_none());
+        let warm = findings(&mut fk, &p);
+        let work = fk.validation_work().unwrap();
+        assert!(!work.cold && work.parsed == 0, "{work:?}");
+        let mut fresh = FolderKb::new(p.bundle_root.clone());
+        assert_eq!(warm, findings(&mut fresh, &p));
+        assert!(warm.contains("b.md"), "{warm}");
+    }
+
+    #[test]
+    fn a_validation_made_aside_is_dropped_when_a_file_changed_meanwhile() {
+        let (dir, p, mut fk) = folder();
+        let b = dir.path().join("okf/b.md");
+        let kept = validate_aside(&mut fk, &p, || {
+            std::fs::write(&b, "---\ntitle: Tug\n---\n# Tug\n").unwrap();
+        });
+        assert!(!kept);
+        let report = findings(&mut fk, &p);
+        assert!(fk.validation_work().unwrap().cold);
+        assert!(report.contains("b.md"), "{report}");
     }
 }

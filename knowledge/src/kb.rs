@@ -631,6 +631,32 @@ impl Knowledge {
         Ok(())
     }
 
+    /// Validates the folder as `project`'s bundle at `now` ahead of the
+    /// first `validate_bundle`, holding the folder only to list its files
+    /// and to keep the result, so that call re-checks only what changed
+    /// since ([`crate::warm`]). The run is dropped when files changed
+    /// meanwhile or a call validated first. The git tier is left out: each
+    /// validation adds it afresh. A no-op for connections that are no
+    /// folder, and when a validation is kept already.
+    pub fn prepare_validation(
+        &self,
+        project: &okfit_store::discover::Project,
+        now: okfit_core::time::Instant,
+    ) -> Result<(), Error> {
+        let plan = match &mut *self.lock() {
+            Backend::Folder(fk) => fk.validation_plan(&self.name, project)?,
+            _ => None,
+        };
+        let Some((walked, at)) = plan else {
+            return Ok(());
+        };
+        let (_, checks, stamped) = crate::warm::Checks::cold_over((project, now, true), &walked)?;
+        if let Backend::Folder(fk) = &mut *self.lock() {
+            fk.install_checks(&self.name, project, (checks, stamped), at)?;
+        }
+        Ok(())
+    }
+
     /// Validates the folder as `project`'s bundle at `now` (with the git
     /// tier unless `skip_provenance`), as `okfit validate` does, re-reading
     /// and re-checking only what changed since the last validation

@@ -137,6 +137,14 @@ impl Live {
         kb.prepare_documents(&project)
     }
 
+    /// Validates the bundle ahead of the first `validate_bundle`, at this
+    /// instant, without keeping a call waiting meanwhile
+    /// ([`Knowledge::prepare_validation`]).
+    pub fn prepare_validation(&self) -> Result<(), Error> {
+        let (project, kb) = self.current()?;
+        kb.prepare_validation(&project, okfit_store::clock::wall_clock())
+    }
+
     /// What the last [`Live::validate`] did (`None` before the first).
     pub fn validation_work(&self) -> Option<crate::warm::Work> {
         let kb = self.lock().kb.clone();

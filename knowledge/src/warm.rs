@@ -137,20 +137,19 @@ impl Checks {
     /// and parsed, each one's stamp taken from its open file, for the
     /// folder to record.
     pub(crate) fn cold(
-        (project, now, skip_provenance): Asked<'_>,
+        asked: Asked<'_>,
         folder: &LiveFolder,
     ) -> Result<(Report, Checks, Stamps), Error> {
-        let root = folder.root();
-        let names: Vec<&String> = folder.files().collect();
-        let walked = walk::Walked {
-            files: names
-                .par_iter()
-                .map(|p| ((*p).clone(), root.join(p)))
-                .collect(),
-            unreadable: folder.unreadable().to_vec(),
-            dirs: vec![],
-        };
-        let loaded = load_for_validation(project, &walked, now, skip_provenance, true)?;
+        Checks::cold_over(asked, &listed(folder))
+    }
+
+    /// [`Checks::cold`] over the files `walked` lists ([`listed`]): a run
+    /// that needs no hold on the folder while it reads.
+    pub(crate) fn cold_over(
+        (project, now, skip_provenance): Asked<'_>,
+        walked: &walk::Walked,
+    ) -> Result<(Report, Checks, Stamps), Error> {
+        let loaded = load_for_validation(project, walked, now, skip_provenance, true)?;
         let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
         let mut kept = vec![];
         let report =
@@ -297,6 +296,21 @@ impl Checks {
         let per_doc = PerDoc::ByPath(per_doc);
         let checks = Checks::after(self.config, now, loaded.bundle, per_doc, work);
         Ok((report, checks, read))
+    }
+}
+
+/// The files of `folder` (refreshed) as a first run reads them: its files
+/// and the directories its walk could not read.
+pub(crate) fn listed(folder: &LiveFolder) -> walk::Walked {
+    let root = folder.root();
+    let names: Vec<&String> = folder.files().collect();
+    walk::Walked {
+        files: names
+            .par_iter()
+            .map(|p| ((*p).clone(), root.join(p)))
+            .collect(),
+        unreadable: folder.unreadable().to_vec(),
+        dirs: vec![],
     }
 }
 

@@ -417,11 +417,12 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     let start = okfit_store::discover::env_start();
     let server = Server::with_options(start, opts)?;
     // Walk and watch the bundle folder while the client shakes hands (a
-    // few milliseconds, no file read), then parse the bundle once the
-    // client asks nothing (an agent's first call usually comes seconds
-    // after the handshake), so that call finds it ready. The parse runs on
-    // the background pool without holding the folder: a call arriving
-    // meanwhile keeps the cores and does not wait for it.
+    // few milliseconds, no file read), then parse and validate the bundle
+    // once the client asks nothing (an agent's first call usually comes
+    // seconds after the handshake), so that call finds it ready and a
+    // first `validate_bundle` re-checks only what changed since. Both run
+    // on the background pool without holding the folder: a call arriving
+    // meanwhile keeps the cores and does not wait for them.
     let warm = server.clone();
     std::thread::spawn(move || {
         if warm.tools.project_mode {
@@ -437,6 +438,9 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
             // document).
             if warm.tools.offers("manifest") {
                 let _ = warm.tools.advice();
+            }
+            if warm.tools.project_mode && warm.tools.offers("validate_bundle") {
+                let _ = warm.tools.live().prepare_validation();
             }
         })
     });
