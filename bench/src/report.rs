@@ -510,12 +510,22 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             ("`okfit validate --file` < 30 ms", "file_ms.p50", 30.0),
         ],
     );
-    out.push_str("\n`validate_bundle` through the server (same bundles, `now` fixed): its first call after spawn (eleven servers, each paired with one `okfit validate --format json` run on the same bundle made just before or just after it, so that both meet the same state of the machine), warm calls with nothing changed and after one concept was rewritten (21 each), and the CLI on its own (21 runs). Milliseconds, p50 / p95.\n\n");
+    out.push_str("\n`validate_bundle` through the server (same bundles, `now` fixed): its first call after spawn (eleven servers, each paired with one `okfit validate --format json` run on the same bundle made just before or just after it, so that both meet the same state of the machine), the first call of a server left to settle after the handshake (an agent's first call comes seconds later: five servers, each called once it used no CPU for 300 ms, `now` unset, with their largest peak RSS after it), warm calls with nothing changed and after one concept was rewritten (21 each), and the CLI on its own (21 runs). Milliseconds, p50 / p95.\n\n");
     size_table(
         out,
         &r,
         &[
             ("first call", "validate_bundle.first_call_ms", Col::Pair),
+            (
+                "first call, settled server",
+                "validate_bundle.settled_first_call_ms",
+                Col::Pair,
+            ),
+            (
+                "settled server's peak RSS MB",
+                "validate_bundle.settled_rss_mb",
+                Col::One,
+            ),
             ("nothing changed", "validate_bundle.unchanged_ms", Col::Pair),
             (
                 "one file changed",

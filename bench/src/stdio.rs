@@ -85,6 +85,36 @@ impl Session {
         Some(crate::kbdata::peak_rss_mb(Some(self.child.id()))).filter(|x| !x.is_nan())
     }
 
+    /// Waits until the server has used no CPU time for `quiet` (its work
+    /// ahead of calls done), at most `max`; true when it settled. Reads
+    /// `/proc/<pid>/stat`, so elsewhere it waits `quiet` and says no.
+    pub fn wait_settled(&self, quiet: Duration, max: Duration) -> bool {
+        let cpu = || -> Option<u64> {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+            // Fields after the command's closing parenthesis: state is
+            // field 3, utime 14 and stime 15.
+            let rest = stat.get(stat.rfind(')')? + 1..)?;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        };
+        let deadline = Instant::now() + max;
+        let Some(mut last) = cpu() else {
+            std::thread::sleep(quiet);
+            return false;
+        };
+        while Instant::now() < deadline {
+            std::thread::sleep(quiet);
+            let Some(now) = cpu() else {
+                return false;
+            };
+            if now == last {
+                return true;
+            }
+            last = now;
+        }
+        false
+    }
+
     /// Closes stdin and waits up to 5 s for the server to exit (then kills
     /// it).
     pub fn close(mut self) {

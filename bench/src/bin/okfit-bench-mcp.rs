@@ -16,7 +16,10 @@
 //! - `validate_bundle` through the server: the first call after spawn
 //!   (eleven servers, each paired with one `okfit validate` run made just
 //!   before or just after it, whose times the first call is compared
-//!   with), then warm calls with nothing changed and after one concept was
+//!   with), the first call of a server left to settle after the handshake
+//!   (as an agent's first call comes seconds later; five servers, each
+//!   called once it used no CPU for 300 ms, with `now` unset, and its
+//!   peak RSS after that call), then warm calls with nothing changed and after one concept was
 //!   rewritten (21 each, alternating two versions of the file, which is
 //!   restored), the default answer's size, and `okfit validate`'s own time
 //!   (21 runs).
@@ -173,9 +176,16 @@ struct SizeResult {
     validate: ValidateResult,
 }
 
+/// Servers left to settle before their first `validate_bundle`.
+const SETTLED_SERVERS: usize = 5;
+
 /// `validate_bundle` through the server, and the CLI beside it.
 struct ValidateResult {
     first: Pct,
+    /// The first call of a server left to settle after the handshake.
+    settled: Pct,
+    /// The largest peak RSS of those servers after that call, MB.
+    settled_rss: f64,
     unchanged: Pct,
     changed: Pct,
     answer_bytes: usize,
@@ -217,6 +227,7 @@ fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateRe
             paired.push(run_cli(&okfit, dir, &cli_args, "")?);
         }
     }
+    let (settled, settled_rss) = measure_settled(bin, dir)?;
     let (mut s, answer) = last.ok_or("no server was started")?;
     let mut unchanged = vec![];
     for _ in 0..CLI_RUNS {
@@ -249,12 +260,36 @@ fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateRe
     let cli = time_cli(&okfit, dir, &cli_args, "")?;
     Ok(ValidateResult {
         first: Pct::of(&firsts),
+        settled,
+        settled_rss,
         unchanged: Pct::of(&unchanged),
         changed: Pct::of(&changed),
         answer_bytes: answer.len(),
         cli,
         cli_paired: Pct::of(&paired),
     })
+}
+
+/// The first `validate_bundle` (`now` unset, as an agent calls it) of
+/// servers left to settle after the handshake, and their largest peak RSS
+/// after it.
+fn measure_settled(bin: &Path, dir: &Path) -> Result<(Pct, f64), String> {
+    let call = r#"{"name":"validate_bundle","arguments":{}}"#;
+    let (mut times, mut rss) = (vec![], 0f64);
+    for _ in 0..SETTLED_SERVERS {
+        let mut s = start(bin, dir)?;
+        s.initialize()?;
+        if !s.wait_settled(Duration::from_millis(300), Duration::from_secs(60)) {
+            s.close();
+            return Err("the server did not settle within 60 s".into());
+        }
+        let t = Instant::now();
+        s.request("tools/call", call)?;
+        times.push(ms(t.elapsed()));
+        rss = rss.max(s.peak_rss_mb().unwrap_or(f64::NAN));
+        s.close();
+    }
+    Ok((Pct::of(&times), rss))
 }
 
 /// Wall time of `okfit ARGS` in `dir` with `input` on stdin, spawn → exit:
@@ -465,6 +500,7 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
         );
         let v = &r.validate;
         let vfirst = format!("validate_bundle, first call, {at}");
+        let vsettled = format!("validate_bundle, settled server, {at}");
         let vwarm = format!("validate_bundle, nothing changed, {at}");
         let vchanged = format!("validate_bundle, one file changed, {at}");
         let vcli = format!("okfit validate (the CLI), {at}");
@@ -475,6 +511,10 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
             v.first.p50,
             v.first.p95,
             target("<= the CLI")
+        );
+        println!(
+            "{vsettled:<44}{:8.1} ms {:8.1} ms   (peak RSS {:.1} MB)",
+            v.settled.p50, v.settled.p95, v.settled_rss
         );
         println!(
             "{vwarm:<44}{:8.1} ms {:8.1} ms",
@@ -524,6 +564,8 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
                     "file_ms": r.file.json(CLI_RUNS),
                     "validate_bundle": {
                         "first_call_ms": r.validate.first.json(VALIDATE_PAIRS),
+                        "settled_first_call_ms": r.validate.settled.json(SETTLED_SERVERS),
+                        "settled_rss_mb": r.validate.settled_rss,
                         "unchanged_ms": r.validate.unchanged.json(CLI_RUNS),
                         "one_file_changed_ms": r.validate.changed.json(CLI_RUNS),
                         "answer_bytes": r.validate.answer_bytes,
