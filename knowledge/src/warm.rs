@@ -310,7 +310,7 @@ pub(crate) fn listed(folder: &LiveFolder) -> walk::Walked {
             .map(|p| ((*p).clone(), root.join(p)))
             .collect(),
         unreadable: folder.unreadable().to_vec(),
-        dirs: vec![],
+        ..walk::Walked::default()
     }
 }
 

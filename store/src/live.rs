@@ -5,13 +5,14 @@
 //! holds the folder's [`Watch`]. [`LiveFolder::refresh`] walks the folder
 //! only when the watch saw something (or where watching is not exact), and
 //! answers with the files whose stamp changed and the files that went, so
-//! a reader parses only what changed. New directories are covered by the
+//! a reader parses only what changed. Where the watch says exactly which
+//! directories' files changed, only those directories are listed again. New directories are covered by the
 //! watch as the walk finds them (the watch handles the race of a file
 //! written into a directory before its watch exists).
 
 use crate::error::Error;
 use crate::walk;
-use crate::watch::Watch;
+use crate::watch::{Changes, Watch};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,8 +51,13 @@ pub struct LiveFolder {
     /// Folder-relative directories the last walk could not read.
     unreadable: Vec<String>,
     watch: Option<Watch>,
-    /// Look again at the next refresh, whatever the watch says.
-    stale: bool,
+    /// What to look at again at the next refresh, besides what the watch
+    /// says.
+    pending: Changes,
+    /// The last walk listed a file that is a symbolic link: its target
+    /// can change without an event in its directory, so every refresh
+    /// walks the whole folder.
+    linked: bool,
     /// The folder was walked at least once.
     looked: bool,
 }
@@ -64,7 +70,8 @@ impl LiveFolder {
             stamps: BTreeMap::new(),
             unreadable: vec![],
             watch: None,
-            stale: false,
+            pending: Changes::Nothing,
+            linked: false,
             looked: false,
         }
     }
@@ -139,21 +146,25 @@ impl LiveFolder {
     /// True when the folder has been looked at and something may have
     /// changed since. Consumes the watch's events (the next refresh walks).
     pub fn poll(&mut self) -> bool {
-        self.stale |= self.watch.as_mut().is_none_or(Watch::changed);
-        self.looked && self.stale
+        let seen = self
+            .watch
+            .as_mut()
+            .map_or(Changes::Anything, Watch::changes);
+        self.pending.merge(seen);
+        self.looked && self.pending.any()
     }
 
     /// Our own write changed files: the next refresh walks without waiting
     /// for the watch's event.
     pub fn touch(&mut self) {
-        self.stale = true;
+        self.pending = Changes::Anything;
     }
 
     /// Forgets the stamp of `rel` (it could not be read): the next refresh
     /// reports it again if it is still there.
     pub fn forget(&mut self, rel: &str) {
         self.stamps.remove(rel);
-        self.stale = true;
+        self.pending = Changes::Anything;
     }
 
     /// Brings the stamps up to date; `None` when the watch says nothing
@@ -169,9 +180,22 @@ impl LiveFolder {
     /// file left unrecorded is reported again by the next refresh. Later
     /// refreshes stamp every file.
     pub fn refresh_reading(&mut self, reads: &walk::Picker<'_>) -> Result<Option<Delta>, Error> {
-        let forced = std::mem::take(&mut self.stale);
-        if self.looked && !forced && self.watch.as_mut().is_some_and(|w| !w.changed()) {
-            return Ok(None);
+        let mut seen = std::mem::take(&mut self.pending);
+        if self.looked {
+            seen.merge(
+                self.watch
+                    .as_mut()
+                    .map_or(Changes::Anything, Watch::changes),
+            );
+            match &seen {
+                Changes::Nothing => return Ok(None),
+                Changes::In(dirs) if !self.linked && self.unreadable.is_empty() => {
+                    if let Some(delta) = self.refresh_in(dirs) {
+                        return Ok(Some(delta));
+                    }
+                }
+                _ => {}
+            }
         }
         let first = !self.looked;
         let (walked, stamps) = if first {
@@ -218,7 +242,59 @@ impl LiveFolder {
         self.looked = true;
         self.stamps = next;
         self.unreadable = walked.unreadable;
+        self.linked = walked.linked;
         Ok(Some(delta))
+    }
+
+    /// A refresh that lists again only `dirs`, the watched directories
+    /// whose files changed; `None` when that cannot be trusted (a
+    /// directory could not be listed in full, holds a link, or has a
+    /// subdirectory the watch does not cover), and the whole folder must
+    /// be walked instead.
+    fn refresh_in(&mut self, dirs: &std::collections::BTreeSet<PathBuf>) -> Option<Delta> {
+        let canon_root = std::fs::canonicalize(&self.root).ok()?;
+        let mut listed = Vec::with_capacity(dirs.len());
+        for dir in dirs {
+            let rel = posix_rel(&self.root, dir)?;
+            let again = walk::relist(&canon_root, dir, &rel).ok()?;
+            let watch = self.watch.as_ref()?;
+            if again.linked || !again.dirs.iter().all(|d| watch.covers(d)) {
+                return None;
+            }
+            listed.push((rel, again.files));
+        }
+        let mut delta = Delta::default();
+        for (rel, files) in listed {
+            let prefix = if rel.is_empty() {
+                String::new()
+            } else {
+                format!("{rel}/")
+            };
+            let mut old: std::collections::BTreeSet<String> = self
+                .stamps
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .filter(|(k, _)| !k[prefix.len()..].contains('/'))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for (file, abs, stamp) in files {
+                let Some(stamp) = stamp else {
+                    continue;
+                };
+                old.remove(&file);
+                if self.stamps.get(&file) != Some(&stamp) {
+                    self.stamps.insert(file.clone(), stamp);
+                    delta.changed.push((file, abs));
+                }
+            }
+            for gone in old {
+                self.stamps.remove(&gone);
+                delta.gone.push(gone);
+            }
+        }
+        delta.changed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        delta.gone.sort_unstable();
+        Some(delta)
     }
 
     /// True when the folder is watched (after the first refresh, where
@@ -239,6 +315,14 @@ impl LiveFolder {
             }
         }
     }
+}
+
+/// `dir`'s path below `root` as the walk names it ("" for the root);
+/// `None` when it is not below `root` or not UTF-8.
+fn posix_rel(root: &Path, dir: &Path) -> Option<String> {
+    let below = dir.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = below.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
 }
 
 #[cfg(test)]
@@ -271,6 +355,84 @@ mod tests {
         f.forget("sub/b.md");
         let d = f.refresh().unwrap().unwrap();
         assert_eq!(d.changed.len(), 1);
+    }
+
+    /// The changed and gone files of a refresh.
+    fn seen(f: &mut LiveFolder) -> (Vec<String>, Vec<String>) {
+        let d = f.refresh().unwrap().unwrap_or_default();
+        (d.changed.into_iter().map(|(r, _)| r).collect(), d.gone)
+    }
+
+    /// Waits for the watch's first event (it is kept for the refresh).
+    fn settle_events(f: &mut LiveFolder) {
+        if cfg!(target_os = "linux") {
+            assert!(f.wait(Some(Duration::from_secs(5))));
+        }
+    }
+
+    #[test]
+    fn files_changed_in_one_directory_are_found_by_listing_it_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        for d in ["a", "b"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        for (name, text) in [
+            ("a/1.md", "1"),
+            ("a/2.md", "2"),
+            ("b/3.md", "3"),
+            ("top.md", "t"),
+        ] {
+            std::fs::write(root.join(name), text).unwrap();
+        }
+        let mut f = LiveFolder::new(root.clone());
+        assert_eq!(seen(&mut f).0.len(), 4);
+        std::fs::write(root.join("a/1.md"), "one, longer").unwrap();
+        std::fs::remove_file(root.join("a/2.md")).unwrap();
+        std::fs::write(root.join("a/4.md"), "4").unwrap();
+        settle_events(&mut f);
+        // A stamp the walk would find wrong, in a directory with no event:
+        // only a refresh that lists the whole folder reports it.
+        f.stamps.insert("b/3.md".into(), UNKNOWN);
+        let (changed, gone) = seen(&mut f);
+        if cfg!(target_os = "linux") {
+            assert_eq!(changed, ["a/1.md", "a/4.md"]);
+        } else {
+            assert_eq!(changed, ["a/1.md", "a/4.md", "b/3.md"]);
+        }
+        assert_eq!(gone, ["a/2.md"]);
+        assert_eq!(
+            f.files().collect::<Vec<_>>(),
+            ["a/1.md", "a/4.md", "b/3.md", "top.md"]
+        );
+        // A change at the root is found the same way.
+        std::fs::write(root.join("top.md"), "top, longer").unwrap();
+        settle_events(&mut f);
+        assert_eq!(seen(&mut f).0, ["top.md"]);
+        // Stamps taken this way are the files' own.
+        f.touch();
+        let _ = seen(&mut f);
+        for (rel, st) in f.stamps() {
+            assert_eq!(Some(*st), Stamp::of(&root.join(rel)), "{rel}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_with_a_linked_file_is_walked_whole_on_every_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        std::fs::create_dir(root.join("a")).unwrap();
+        std::fs::write(root.join("a/1.md"), "1").unwrap();
+        let mut f = LiveFolder::new(root.clone());
+        let _ = seen(&mut f);
+        std::os::unix::fs::symlink(root.join("a/1.md"), root.join("link.md")).unwrap();
+        settle_events(&mut f);
+        assert_eq!(seen(&mut f).0, ["link.md"]);
+        // The target changes: its link, in another directory, changed too.
+        std::fs::write(root.join("a/1.md"), "one, longer").unwrap();
+        settle_events(&mut f);
+        assert_eq!(seen(&mut f).0, ["a/1.md", "link.md"]);
     }
 
     #[test]

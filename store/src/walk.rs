@@ -17,6 +17,40 @@ pub struct Walked {
     pub unreadable: Vec<String>,
     /// Every directory walked, the root first.
     pub dirs: Vec<PathBuf>,
+    /// A listed file is a symbolic link (its target can change without
+    /// an event in the link's directory).
+    pub linked: bool,
+}
+
+/// One directory of a walked folder, listed again on its own.
+#[derive(Debug, Default)]
+pub struct Relisted {
+    /// `(bundle-relative posix path, absolute path, stamp)`, sorted by
+    /// path; the stamp is `None` where the file went before it was taken.
+    pub files: Vec<(String, PathBuf, Option<Stamp>)>,
+    /// Its subdirectories.
+    pub dirs: Vec<PathBuf>,
+    /// A file of it is a symbolic link.
+    pub linked: bool,
+}
+
+/// Lists the directory `dir` of a walked folder again, on its own, with
+/// the walk's rules and each file stamped: `rel` is its bundle-relative
+/// path ("" for the root) and `canon_root` the folder's canonical path.
+/// An entry that could not be read is an error (the caller then walks the
+/// whole folder).
+pub fn relist(canon_root: &Path, dir: &Path, rel: &str) -> std::io::Result<Relisted> {
+    let listing = list(canon_root, dir, rel, Some(&|_| true))?;
+    if listing.partial {
+        return Err(std::io::Error::other("an entry could not be read"));
+    }
+    let mut files = listing.files;
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Relisted {
+        files,
+        dirs: listing.dirs.into_iter().map(|(d, _)| d).collect(),
+        linked: listing.linked,
+    })
 }
 
 /// Where the link at `path` leads when the walk follows it: a regular
@@ -212,6 +246,8 @@ struct Listing {
     dirs: Vec<(PathBuf, String)>,
     /// An entry could not be read: the directory is listed in part.
     partial: bool,
+    /// A listed file is a symbolic link.
+    linked: bool,
 }
 
 /// Lists the directory `dir` (bundle-relative `rel`).
@@ -242,7 +278,9 @@ fn list(
             continue;
         };
         let (is_dir, is_file) = if ft.is_symlink() {
-            (false, linked_file(canon_root, &path).is_some())
+            let followed = linked_file(canon_root, &path).is_some();
+            out.linked |= followed;
+            (false, followed)
         } else {
             (ft.is_dir(), ft.is_file())
         };
@@ -324,6 +362,7 @@ fn walk_with(
                     at: at.clone(),
                 });
             }
+            out.linked |= listing.linked;
             next.extend(listing.dirs);
             listings.push(listing.files);
         }

@@ -2,8 +2,10 @@
 //! every reader of a folder: project mode, folder connections and the
 //! daemon's sources.json imports.
 //!
-//! A reader asks [`Watch::changed`] before each answer and re-checks file
-//! metadata only when something happened. Directories are watched one by
+//! A reader asks [`Watch::changes`] before each answer and re-checks file
+//! metadata only when something happened, and where the events say
+//! exactly which directories' files changed, only in those. Directories
+//! are watched one by
 //! one (the walk decides which count), and [`Watch::cover`] adds the
 //! directories a new walk found. The new-directory race is handled here,
 //! once: a file written into a new directory before its watch exists sends
@@ -21,9 +23,47 @@
 //!   Events arrive late there, so `changed` always says yes and readers
 //!   re-check metadata; the events still drive [`Watch::wait`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What changed under a watched folder since the last look.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub enum Changes {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// Only files directly inside these watched directories came, went or
+    /// changed; no directory came or went.
+    In(BTreeSet<PathBuf>),
+    /// Anything may have changed: look at the whole folder.
+    Anything,
+}
+
+impl Changes {
+    /// [`Changes::Anything`] when `any`, else [`Changes::Nothing`].
+    pub fn of(any: bool) -> Changes {
+        if any {
+            Changes::Anything
+        } else {
+            Changes::Nothing
+        }
+    }
+
+    /// True unless nothing changed.
+    pub fn any(&self) -> bool {
+        !matches!(self, Changes::Nothing)
+    }
+
+    /// Adds `other` to these changes.
+    pub fn merge(&mut self, other: Changes) {
+        match (&mut *self, other) {
+            (_, Changes::Nothing) | (Changes::Anything, _) => {}
+            (Changes::In(mine), Changes::In(theirs)) => mine.extend(theirs),
+            (me, other) => *me = other,
+        }
+    }
+}
 
 #[cfg(target_os = "linux")]
 use linux::Backend;
@@ -36,6 +76,8 @@ pub struct Watch {
     dirs: HashSet<PathBuf>,
     /// A directory was covered since the last look.
     grew: bool,
+    /// Events read (by [`Watch::wait`]) and not yet looked at.
+    pending: Changes,
 }
 
 impl Watch {
@@ -47,6 +89,7 @@ impl Watch {
             backend: Backend::new()?,
             dirs: HashSet::new(),
             grew: false,
+            pending: Changes::Nothing,
         };
         w.cover(dirs).then_some(())?;
         w.grew = false;
@@ -82,24 +125,45 @@ impl Watch {
         true
     }
 
+    /// True when `dir` is watched.
+    pub fn covers(&self, dir: &Path) -> bool {
+        self.dirs.contains(dir)
+    }
+
     /// True when an event arrived (or a directory was covered, or the
     /// watch failed) since the last look; always true where events are
     /// not exact (see the module's documentation).
     pub fn changed(&mut self) -> bool {
-        let events = self.backend.drain();
-        std::mem::take(&mut self.grew) || events || !Backend::EXACT
+        self.changes().any()
+    }
+
+    /// What changed since the last look: [`Changes::Anything`] when a
+    /// directory was covered, came or went, when the events overflowed or
+    /// could not be read, and always where events are not exact.
+    pub fn changes(&mut self) -> Changes {
+        let mut seen = std::mem::take(&mut self.pending);
+        seen.merge(self.backend.drain());
+        if std::mem::take(&mut self.grew) || !Backend::EXACT {
+            return Changes::Anything;
+        }
+        seen
     }
 
     /// Blocks until an event arrives or `timeout` passes (forever when
-    /// `None`); true when one arrived.
+    /// `None`); true when one arrived. The events are kept for the next
+    /// look.
     pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
-        self.backend.wait(timeout)
+        let seen = self.backend.wait(timeout);
+        let any = seen.any();
+        self.pending.merge(seen);
+        any
     }
 }
 
 #[cfg(target_os = "linux")]
 mod linux {
-    use inotify::{Inotify, WatchDescriptor, WatchMask};
+    use super::Changes;
+    use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
@@ -109,7 +173,19 @@ mod linux {
     pub struct Backend {
         ino: Inotify,
         wds: HashMap<PathBuf, WatchDescriptor>,
+        /// The directory of each watch.
+        dirs: HashMap<WatchDescriptor, PathBuf>,
     }
+
+    /// Events that say more than "a file in this directory changed": a
+    /// directory came or went (or was moved), a watch ended, or events
+    /// were lost.
+    const WIDE: EventMask = EventMask::ISDIR
+        .union(EventMask::Q_OVERFLOW)
+        .union(EventMask::IGNORED)
+        .union(EventMask::DELETE_SELF)
+        .union(EventMask::MOVE_SELF)
+        .union(EventMask::UNMOUNT);
 
     impl Backend {
         pub const EXACT: bool = true;
@@ -118,6 +194,7 @@ mod linux {
             Some(Backend {
                 ino: Inotify::init().ok()?,
                 wds: HashMap::new(),
+                dirs: HashMap::new(),
             })
         }
 
@@ -133,7 +210,8 @@ mod linux {
                 | WatchMask::MOVE_SELF;
             match self.ino.watches().add(d, mask) {
                 Ok(wd) => {
-                    self.wds.insert(d.to_path_buf(), wd);
+                    self.wds.insert(d.to_path_buf(), wd.clone());
+                    self.dirs.insert(wd, d.to_path_buf());
                     true
                 }
                 Err(_) => false,
@@ -142,32 +220,43 @@ mod linux {
 
         pub fn remove(&mut self, d: &Path) {
             if let Some(wd) = self.wds.remove(d) {
+                self.dirs.remove(&wd);
                 let _ = self.ino.watches().remove(wd);
             }
         }
 
-        /// Reads every queued event without blocking; true when there were
-        /// any (or reading failed).
-        pub fn drain(&mut self) -> bool {
+        /// Reads every queued event without blocking: the directories
+        /// whose files changed, or [`Changes::Anything`] (see [`WIDE`];
+        /// also when reading failed).
+        pub fn drain(&mut self) -> Changes {
             let mut buf = [0u8; 4096];
-            let mut any = false;
+            let mut seen = Changes::Nothing;
             loop {
                 match self.ino.read_events(&mut buf) {
-                    Ok(mut events) => {
-                        if events.next().is_none() {
-                            return any;
+                    Ok(events) => {
+                        let mut read = false;
+                        for e in events {
+                            read = true;
+                            let dir = self.dirs.get(&e.wd).filter(|_| !e.mask.intersects(WIDE));
+                            seen.merge(match dir {
+                                Some(d) => Changes::In([d.clone()].into()),
+                                None => Changes::Anything,
+                            });
                         }
-                        any = true;
+                        if !read {
+                            return seen;
+                        }
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return any,
-                    Err(_) => return true,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return seen,
+                    Err(_) => return Changes::Anything,
                 }
             }
         }
 
-        pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
-            if self.drain() {
-                return true;
+        pub fn wait(&mut self, timeout: Option<Duration>) -> Changes {
+            let seen = self.drain();
+            if seen.any() {
+                return seen;
             }
             let limit = timeout.map(|t| Timespec {
                 tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
@@ -175,9 +264,9 @@ mod linux {
             });
             let mut fds = [PollFd::new(&self.ino, PollFlags::IN)];
             match poll(&mut fds, limit.as_ref()) {
-                Ok(0) => false,
+                Ok(0) => Changes::Nothing,
                 Ok(_) => self.drain(),
-                Err(_) => true,
+                Err(_) => Changes::Anything,
             }
         }
     }
@@ -187,6 +276,7 @@ mod linux {
 /// tested) everywhere so it keeps building.
 #[cfg_attr(target_os = "linux", allow(dead_code))]
 mod portable {
+    use super::Changes;
     use notify::event::{AccessKind, AccessMode};
     use notify::{EventKind, RecursiveMode, Watcher};
     use std::path::Path;
@@ -243,12 +333,12 @@ mod portable {
             let _ = self.watcher.unwatch(d);
         }
 
-        pub fn drain(&mut self) -> bool {
+        pub fn drain(&mut self) -> Changes {
             let now = *self.seen.count.lock().unwrap_or_else(|p| p.into_inner());
-            std::mem::replace(&mut self.looked, now) != now
+            Changes::of(std::mem::replace(&mut self.looked, now) != now)
         }
 
-        pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
+        pub fn wait(&mut self, timeout: Option<Duration>) -> Changes {
             let seen = self.seen.clone();
             let guard = seen.count.lock().unwrap_or_else(|p| p.into_inner());
             let looked = self.looked;
@@ -265,7 +355,7 @@ mod portable {
                 }
             };
             self.looked = *guard;
-            *guard != looked
+            Changes::of(*guard != looked)
         }
     }
 
@@ -279,15 +369,18 @@ mod portable {
             let dir = tempfile::tempdir().unwrap();
             let mut b = Backend::new().unwrap();
             assert!(b.add(dir.path()));
-            assert!(!b.drain());
+            assert!(!b.drain().any());
             std::fs::write(dir.path().join("a.md"), "x").unwrap();
-            assert!(b.wait(Some(Duration::from_secs(5))), "no event for a write");
+            assert!(
+                b.wait(Some(Duration::from_secs(5))).any(),
+                "no event for a write"
+            );
             // Quiet again: the wait times out.
-            while b.wait(Some(Duration::from_millis(100))) {}
-            assert!(!b.wait(Some(Duration::from_millis(50))));
+            while b.wait(Some(Duration::from_millis(100))).any() {}
+            assert!(!b.wait(Some(Duration::from_millis(50))).any());
             // Reading is not a change.
             let _ = std::fs::read(dir.path().join("a.md")).unwrap();
-            assert!(!b.wait(Some(Duration::from_millis(200))));
+            assert!(!b.wait(Some(Duration::from_millis(200))).any());
         }
     }
 }
