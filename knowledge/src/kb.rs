@@ -651,6 +651,7 @@ impl Knowledge {
             return Ok(());
         };
         let (_, checks, stamped) = crate::warm::Checks::cold_over((project, now, true), &walked)?;
+        let checks = checks.keyed();
         if let Backend::Folder(fk) = &mut *self.lock() {
             fk.install_checks(&self.name, project, (checks, stamped), at)?;
         }

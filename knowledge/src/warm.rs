@@ -101,6 +101,17 @@ impl Checks {
         }
     }
 
+    /// The same run with its findings keyed by path, as a later run needs
+    /// them: work for a run made ahead of calls, so the next call does not
+    /// do it.
+    pub(crate) fn keyed(mut self) -> Checks {
+        if let PerDoc::Aligned(_) = self.per_doc {
+            let per_doc = std::mem::replace(&mut self.per_doc, PerDoc::ByPath(HashMap::default()));
+            self.per_doc = PerDoc::ByPath(per_doc.by_path(&self.bundle.docs));
+        }
+        self
+    }
+
     /// What the last run did.
     pub(crate) fn work(&self) -> Work {
         self.work
@@ -253,7 +264,7 @@ impl Checks {
                     || d.concept
                         .as_ref()
                         .is_some_and(|c| c.surface_glob.is_some() || c.publication.is_some())
-                    || links_into(&b, d, &reread)
+                    || (!reread.is_empty() && links_into(&b, d, &reread))
             })
             .map(|d| d.path.clone())
             .collect();
