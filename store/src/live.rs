@@ -6,9 +6,10 @@
 //! only when the watch saw something (or where watching is not exact), and
 //! answers with the files whose stamp changed and the files that went, so
 //! a reader parses only what changed. Where the watch says exactly which
-//! directories' files changed, only those directories are listed again. New directories are covered by the
-//! watch as the walk finds them (the watch handles the race of a file
-//! written into a directory before its watch exists).
+//! directories' files changed, only those directories are listed again.
+//! New directories are covered by the watch as the walk finds them (the
+//! watch handles the race of a file written into a directory before its
+//! watch exists).
 
 use crate::error::Error;
 use crate::walk;
@@ -144,7 +145,7 @@ impl LiveFolder {
     }
 
     /// True when the folder has been looked at and something may have
-    /// changed since. Consumes the watch's events (the next refresh walks).
+    /// changed since. The watch's events are kept for the next refresh.
     pub fn poll(&mut self) -> bool {
         let seen = self
             .watch

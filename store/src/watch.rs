@@ -5,9 +5,8 @@
 //! A reader asks [`Watch::changes`] before each answer and re-checks file
 //! metadata only when something happened, and where the events say
 //! exactly which directories' files changed, only in those. Directories
-//! are watched one by
-//! one (the walk decides which count), and [`Watch::cover`] adds the
-//! directories a new walk found. The new-directory race is handled here,
+//! are watched one by one (the walk decides which count), and
+//! [`Watch::cover`] adds the directories a new walk found. The new-directory race is handled here,
 //! once: a file written into a new directory before its watch exists sends
 //! no event, so covering a new directory itself counts as a change and the
 //! next look re-checks.
