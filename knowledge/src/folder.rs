@@ -491,12 +491,18 @@ impl FolderKb {
         parsed: Parsed,
         at: u64,
     ) -> Result<bool, Error> {
-        self.refresh(name)?;
-        if self.changes != at || self.documents_fit(project) {
+        if !self.unchanged_since(name, at)? || self.documents_fit(project) {
             return Ok(false);
         }
         self.install(parsed);
         Ok(true)
+    }
+
+    /// Refreshes the folder; true when no refresh since the plan made at
+    /// `at` (see [`FolderKb::documents_plan`]) found files changed or gone.
+    fn unchanged_since(&mut self, name: &str, at: u64) -> Result<bool, Error> {
+        self.refresh(name)?;
+        Ok(self.changes == at)
     }
 
     /// What a first validation for `project` reads, listed now (the folder
@@ -525,8 +531,8 @@ impl FolderKb {
         (checks, stamped): (Checks, crate::warm::Stamps),
         at: u64,
     ) -> Result<bool, Error> {
-        self.refresh(name)?;
-        if self.changes != at || self.checks.as_ref().is_some_and(|c| c.fits(project)) {
+        if !self.unchanged_since(name, at)? || self.checks.as_ref().is_some_and(|c| c.fits(project))
+        {
             return Ok(false);
         }
         self.reads += checks.work().parsed as u64;

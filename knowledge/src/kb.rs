@@ -608,6 +608,31 @@ impl Knowledge {
         Ok(f(fk.documents(&self.name, project, bodies)?))
     }
 
+    /// Work for the folder made without holding it: `plan` says what it
+    /// needs (under the lock; `None`: nothing to do), `make` does it, and
+    /// `keep` takes the result under the lock again (it drops it when
+    /// files changed meanwhile). A no-op for connections that are no
+    /// folder.
+    fn aside<P, R>(
+        &self,
+        plan: impl FnOnce(&str, &mut FolderKb) -> Result<Option<P>, Error>,
+        make: impl FnOnce(P) -> Result<R, Error>,
+        keep: impl FnOnce(&str, &mut FolderKb, R) -> Result<bool, Error>,
+    ) -> Result<(), Error> {
+        let planned = match &mut *self.lock() {
+            Backend::Folder(fk) => plan(&self.name, fk)?,
+            _ => None,
+        };
+        let Some(planned) = planned else {
+            return Ok(());
+        };
+        let made = make(planned)?;
+        if let Backend::Folder(fk) = &mut *self.lock() {
+            keep(&self.name, fk, made)?;
+        }
+        Ok(())
+    }
+
     /// Parses the folder's documents for `project` ahead of the first call
     /// that reads them, holding the folder only to list its files and to
     /// take the result: a call arriving meanwhile (a first validation)
@@ -617,18 +642,14 @@ impl Knowledge {
         &self,
         project: &Arc<okfit_store::discover::Project>,
     ) -> Result<(), Error> {
-        let plan = match &mut *self.lock() {
-            Backend::Folder(fk) => fk.documents_plan(&self.name, project)?,
-            _ => None,
-        };
-        let Some((files, assets, at)) = plan else {
-            return Ok(());
-        };
-        let parsed = crate::documents::Documents::read(project.clone(), files, assets);
-        if let Backend::Folder(fk) = &mut *self.lock() {
-            fk.install_documents(&self.name, project, parsed, at)?;
-        }
-        Ok(())
+        self.aside(
+            |name, fk| fk.documents_plan(name, project),
+            |(files, assets, at)| {
+                let parsed = crate::documents::Documents::read(project.clone(), files, assets);
+                Ok((parsed, at))
+            },
+            |name, fk, (parsed, at)| fk.install_documents(name, project, parsed, at),
+        )
     }
 
     /// Validates the folder as `project`'s bundle at `now` ahead of the
@@ -643,19 +664,17 @@ impl Knowledge {
         project: &okfit_store::discover::Project,
         now: okfit_core::time::Instant,
     ) -> Result<(), Error> {
-        let plan = match &mut *self.lock() {
-            Backend::Folder(fk) => fk.validation_plan(&self.name, project)?,
-            _ => None,
-        };
-        let Some((walked, at)) = plan else {
-            return Ok(());
-        };
-        let (_, checks, stamped) = crate::warm::Checks::cold_over((project, now, true), &walked)?;
-        let checks = checks.keyed();
-        if let Backend::Folder(fk) = &mut *self.lock() {
-            fk.install_checks(&self.name, project, (checks, stamped), at)?;
-        }
-        Ok(())
+        self.aside(
+            |name, fk| fk.validation_plan(name, project),
+            |(walked, at)| {
+                let (_, checks, stamped) =
+                    crate::warm::Checks::cold_over((project, now, true), &walked)?;
+                Ok((checks.keyed(), stamped, at))
+            },
+            |name, fk, (checks, stamped, at)| {
+                fk.install_checks(name, project, (checks, stamped), at)
+            },
+        )
     }
 
     /// Validates the folder as `project`'s bundle at `now` (with the git

@@ -105,10 +105,8 @@ impl Checks {
     /// them: work for a run made ahead of calls, so the next call does not
     /// do it.
     pub(crate) fn keyed(mut self) -> Checks {
-        if let PerDoc::Aligned(_) = self.per_doc {
-            let per_doc = std::mem::replace(&mut self.per_doc, PerDoc::ByPath(HashMap::default()));
-            self.per_doc = PerDoc::ByPath(per_doc.by_path(&self.bundle.docs));
-        }
+        let per_doc = std::mem::replace(&mut self.per_doc, PerDoc::Aligned(vec![]));
+        self.per_doc = PerDoc::ByPath(per_doc.by_path(&self.bundle.docs));
         self
     }
 

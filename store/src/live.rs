@@ -253,12 +253,12 @@ impl LiveFolder {
     /// subdirectory the watch does not cover), and the whole folder must
     /// be walked instead.
     fn refresh_in(&mut self, dirs: &std::collections::BTreeSet<PathBuf>) -> Option<Delta> {
+        let watch = self.watch.as_ref()?;
         let canon_root = std::fs::canonicalize(&self.root).ok()?;
         let mut listed = Vec::with_capacity(dirs.len());
         for dir in dirs {
             let rel = posix_rel(&self.root, dir)?;
             let again = walk::relist(&canon_root, dir, &rel).ok()?;
-            let watch = self.watch.as_ref()?;
             if again.linked || !again.dirs.iter().all(|d| watch.covers(d)) {
                 return None;
             }
