@@ -20,19 +20,20 @@ use std::process::ExitCode;
 const USAGE: &str = "\
 okfit-bench-search: retrieval quality of okfit's search on real corpora
 
-Usage: okfit-bench-search [--sets DIR] [--misses] [--json PATH]
+Usage: okfit-bench-search [--sets DIR] [--misses] [--json PATH] [--rankings PATH]
 
-  --sets DIR    question sets (default bench/search)
-  --misses      list the questions okfit's search does not answer first
-  --json PATH   also write the figures as JSON";
+  --sets DIR        question sets (default bench/search)
+  --misses          list the questions okfit's search does not answer first
+  --json PATH       also write the figures as JSON
+  --rankings PATH   also write okfit's top 50 per question as JSON lines";
 
 /// The ranked result paths of one question by one system.
 type Ranking = Vec<String>;
 
 /// okfit's ranking: the ids of the search answer's rows (direct hits,
 /// then linked ones), mapped to the corpus files they name.
-fn okfit_ranking(kb: &Knowledge, files: &[String], q: &str) -> Result<Ranking, String> {
-    let tsv = kb.search(q, CUTOFF, None).map_err(|e| e.to_string())?;
+fn okfit_ranking(kb: &Knowledge, files: &[String], q: &str, k: usize) -> Result<Ranking, String> {
+    let tsv = kb.search(q, k, None).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let mut rows = false;
     for line in tsv.lines() {
@@ -50,15 +51,18 @@ fn okfit_ranking(kb: &Knowledge, files: &[String], q: &str) -> Result<Ranking, S
             .ok_or_else(|| format!("search returned id {id:?}, which names no concept file"))?;
         out.push(path.clone());
     }
-    out.truncate(CUTOFF);
+    out.truncate(k);
     Ok(out)
 }
 
-/// Per question: (kind, okfit's metrics, plain BM25's metrics, okfit's
-/// ranking).
-type Scored = Vec<(String, Metrics, Metrics, Ranking)>;
+/// How deep `--rankings` lists okfit's answer to each question.
+const DEEP: usize = 50;
 
-fn run_set(corpora: &Path, set: &QuestionSet) -> Result<Scored, String> {
+/// Per question: (kind, okfit's metrics, plain BM25's metrics, okfit's
+/// ranking, and its deep ranking when asked).
+type Scored = Vec<(String, Metrics, Metrics, Ranking, Option<Ranking>)>;
+
+fn run_set(corpora: &Path, set: &QuestionSet, deep: bool) -> Result<Scored, String> {
     let root = std::fs::canonicalize(corpora.join(&set.path))
         .map_err(|e| format!("{}: {e}", corpora.join(&set.path).display()))?;
     let files = relevance::concept_files(&root)?;
@@ -85,13 +89,18 @@ fn run_set(corpora: &Path, set: &QuestionSet) -> Result<Scored, String> {
             let rel: Vec<bool> = ranked.iter().map(|p| q.answers.contains(p)).collect();
             relevance::score(&rel, q.answers.len())
         };
-        let ours = okfit_ranking(&kb, &files, &q.text)?;
+        let ours = okfit_ranking(&kb, &files, &q.text, CUTOFF)?;
+        let deeper = if deep {
+            Some(okfit_ranking(&kb, &files, &q.text, DEEP)?)
+        } else {
+            None
+        };
         let base: Vec<String> = plain
             .rank(&q.text, CUTOFF)
             .into_iter()
             .map(str::to_string)
             .collect();
-        out.push((q.kind.clone(), judge(&ours), judge(&base), ours));
+        out.push((q.kind.clone(), judge(&ours), judge(&base), ours, deeper));
     }
     Ok(out)
 }
@@ -126,7 +135,15 @@ fn by_kind(label: &str, scored: &Scored) -> Vec<Value> {
         .collect()
 }
 
-fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), String> {
+/// What to write beside the table.
+#[derive(Default)]
+struct Outputs {
+    misses: bool,
+    json: Option<PathBuf>,
+    rankings: Option<PathBuf>,
+}
+
+fn run(sets_dir: &Path, outputs: &Outputs) -> Result<(), String> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from(".."), Path::to_path_buf);
@@ -142,10 +159,19 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
     println!("|---|---|---|---:|---:|---:|---:|---:|");
     let mut report = Vec::new();
     let mut all: Scored = Vec::new();
+    let mut lines = String::new();
     for set in &sets {
-        let scored = run_set(&corpora, set)?;
+        let scored = run_set(&corpora, set, outputs.rankings.is_some())?;
         let kinds = by_kind(&set.corpus, &scored);
-        if misses {
+        for (q, s) in set.questions.iter().zip(&scored) {
+            if let Some(deep) = &s.4 {
+                let line = json!({"corpus": set.corpus, "kind": q.kind, "q": q.text,
+                    "answers": q.answers, "okfit": deep});
+                lines.push_str(&line.to_string());
+                lines.push('\n');
+            }
+        }
+        if outputs.misses {
             for (q, s) in set.questions.iter().zip(&scored) {
                 if s.1.hit1 < 1.0 {
                     eprintln!(
@@ -159,17 +185,19 @@ fn run(sets_dir: &Path, misses: bool, json_out: Option<PathBuf>) -> Result<(), S
         all.extend(scored);
     }
     let totals = by_kind("every corpus", &all);
-    if let Some(p) = json_out {
+    if let Some(p) = &outputs.json {
         let v = json!({"cutoff": CUTOFF, "corpora": report, "total": totals});
-        okfit_bench::report::write_json(&p, &v)?;
+        okfit_bench::report::write_json(p, &v)?;
+    }
+    if let Some(p) = &outputs.rankings {
+        std::fs::write(p, lines).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
     let mut sets = PathBuf::from("bench/search");
-    let mut misses = false;
-    let mut json_out = None;
+    let mut outputs = Outputs::default();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -177,16 +205,16 @@ fn main() -> ExitCode {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
-            "--misses" => misses = true,
-            "--sets" | "--json" => {
+            "--misses" => outputs.misses = true,
+            "--sets" | "--json" | "--rankings" => {
                 let Some(v) = it.next() else {
                     eprintln!("okfit-bench-search: {a} needs a value");
                     return ExitCode::from(2);
                 };
-                if a == "--sets" {
-                    sets = PathBuf::from(v);
-                } else {
-                    json_out = Some(PathBuf::from(v));
+                match a.as_str() {
+                    "--sets" => sets = PathBuf::from(v),
+                    "--json" => outputs.json = Some(PathBuf::from(v)),
+                    _ => outputs.rankings = Some(PathBuf::from(v)),
                 }
             }
             other => {
@@ -195,7 +223,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    match run(&sets, misses, json_out) {
+    match run(&sets, &outputs) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("okfit-bench-search: {e}");
