@@ -656,8 +656,9 @@ impl Knowledge {
     /// first `validate_bundle`, holding the folder only to list its files
     /// and to keep the result, so that call re-checks only what changed
     /// since ([`crate::warm`]). The run is dropped when files changed
-    /// meanwhile or a call validated first. The git tier is left out: each
-    /// validation adds it afresh. A no-op for connections that are no
+    /// meanwhile or a call validated first. The git tier runs too, so that
+    /// call reuses what it found while `HEAD` stays
+    /// ([`okfit_store::git::Memo`]). A no-op for connections that are no
     /// folder, and when a validation is kept already.
     pub fn prepare_validation(
         &self,
@@ -668,7 +669,7 @@ impl Knowledge {
             |name, fk| fk.validation_plan(name, project),
             |(walked, at)| {
                 let (_, checks, stamped) =
-                    crate::warm::Checks::cold_over((project, now, true), &walked)?;
+                    crate::warm::Checks::cold_over((project, now, false), &walked)?;
                 Ok((checks.keyed(), stamped, at))
             },
             |name, fk, (checks, stamped, at)| {

@@ -276,18 +276,7 @@ fn git_drift(
     let Some(sev) = project.config.severity("generated-at-drift") else {
         return vec![];
     };
-    let candidates: Vec<okfit_store::git::Candidate> = b
-        .concepts()
-        .filter(|(d, _)| only.is_none_or(|p| d.path == p))
-        .filter(|(_, c)| needs_git_history(c))
-        .filter_map(|(d, c)| {
-            let g = c.generated.as_ref()?;
-            Some(okfit_store::git::Candidate {
-                path: d.path.clone(),
-                at: g.at,
-            })
-        })
-        .collect();
+    let candidates = drift_candidates(b, only);
     let discovered;
     let repo = match repo {
         Some(r) => r.as_ref(),
@@ -298,6 +287,60 @@ fn git_drift(
         }
     };
     okfit_store::git::drift(repo, &project.bundle_root, &candidates, sev)
+}
+
+/// The concepts of `b` the git tier looks at (of those, `only` the one
+/// path when given).
+fn drift_candidates(b: &Bundle, only: Option<&str>) -> Vec<okfit_store::git::Candidate> {
+    b.concepts()
+        .filter(|(d, _)| only.is_none_or(|p| d.path == p))
+        .filter(|(_, c)| needs_git_history(c))
+        .filter_map(|(d, c)| {
+            let g = c.generated.as_ref()?;
+            Some(okfit_store::git::Candidate {
+                path: d.path.clone(),
+                at: g.at,
+            })
+        })
+        .collect()
+}
+
+/// [`extra_findings`] for a run that keeps what the git tier found for
+/// the next one: `memo` is what the last run kept (if any), `touched` says
+/// which files may have changed since it (`None`: any). Takes the
+/// repository out of `loaded` when the tier must start afresh. Returns the
+/// findings and what the next run may reuse (`None` when the git tier did
+/// not run).
+pub(crate) fn extra_findings_kept(
+    project: &Project,
+    loaded: &mut Loaded,
+    skip_provenance: bool,
+    memo: Option<okfit_store::git::Memo>,
+    touched: Option<&dyn Fn(&str) -> bool>,
+) -> (Vec<Diagnostic>, Option<okfit_store::git::Memo>) {
+    let mut extra = loaded.extra.clone();
+    let Some(sev) = project.config.severity("generated-at-drift") else {
+        return (extra, None);
+    };
+    let candidates = drift_candidates(&loaded.bundle, None);
+    if skip_provenance || candidates.is_empty() {
+        return (extra, None);
+    }
+    let root = &project.bundle_root;
+    let memo = match (memo, touched) {
+        (Some(m), Some(touched)) => m.again(root, &candidates, touched),
+        _ => {
+            let repo = match loaded.repo.take() {
+                Some(r) => r,
+                None => okfit_store::git::Repo::discover(root),
+            };
+            repo.map(|r| okfit_store::git::Memo::first(r, root, &candidates))
+        }
+    };
+    if let Some(m) = &memo {
+        extra.extend(m.findings(&candidates, sev));
+    }
+    (extra, memo)
 }
 
 /// The findings a full run reports for the one bundle-relative file

@@ -18,13 +18,14 @@
 //! without re-reading them).
 
 use crate::documents::Read;
-use crate::project::{load_for_validation, read_text};
+use crate::project::{extra_findings_kept, load_for_validation, read_text};
 use okfit_core::bundle::{self, Bundle, Report};
 use okfit_core::diag::Diagnostic;
 use okfit_core::doc::{self, Document, ParseOptions};
 use okfit_core::time::Instant;
 use okfit_store::discover::Project;
 use okfit_store::error::Error;
+use okfit_store::git::Memo;
 use okfit_store::live::{Delta, LiveFolder, Stamp};
 use okfit_store::walk;
 use rayon::prelude::*;
@@ -40,6 +41,9 @@ pub struct Work {
     pub parsed: usize,
     /// Documents whose checks ran (the rest reused their findings).
     pub checked: usize,
+    /// It read the bundle's git history for `generated-at-drift`, rather
+    /// than reusing what the last run found at the same `HEAD`.
+    pub history: bool,
 }
 
 /// The last validation of a folder, and the changes its live view
@@ -56,6 +60,8 @@ pub(crate) struct Checks {
     changed: HashMap<String, Option<Arc<[u8]>>>,
     /// Markdown files gone since the run.
     gone: HashSet<String>,
+    /// What the git tier found, while the run had it look.
+    git: Option<Memo>,
     /// What the run did.
     work: Work,
 }
@@ -89,7 +95,15 @@ pub(crate) type Asked<'a> = (&'a Project, Instant, bool);
 
 impl Checks {
     /// What a run kept: no change noted since yet.
-    fn after(config: String, now: Instant, bundle: Bundle, per_doc: PerDoc, work: Work) -> Checks {
+    fn after(
+        config: String,
+        now: Instant,
+        bundle: Bundle,
+        per_doc: PerDoc,
+        git: Option<Memo>,
+        mut work: Work,
+    ) -> Checks {
+        work.history = git.as_ref().is_some_and(Memo::read_history);
         Checks {
             config,
             now,
@@ -97,6 +111,7 @@ impl Checks {
             per_doc,
             changed: HashMap::default(),
             gone: HashSet::default(),
+            git,
             work,
         }
     }
@@ -158,8 +173,8 @@ impl Checks {
         (project, now, skip_provenance): Asked<'_>,
         walked: &walk::Walked,
     ) -> Result<(Report, Checks, Stamps), Error> {
-        let loaded = load_for_validation(project, walked, now, skip_provenance, true)?;
-        let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
+        let mut loaded = load_for_validation(project, walked, now, skip_provenance, true)?;
+        let (extra, git) = extra_findings_kept(project, &mut loaded, skip_provenance, None, None);
         let mut kept = vec![];
         let report =
             bundle::validate_with(&loaded.bundle, &project.config, extra, |docs, check| {
@@ -172,10 +187,11 @@ impl Checks {
             cold: true,
             parsed: n,
             checked: n,
+            history: false,
         };
         let config = format!("{:?}", project.config);
         let per_doc = PerDoc::Aligned(kept);
-        let checks = Checks::after(config, now, loaded.bundle, per_doc, work);
+        let checks = Checks::after(config, now, loaded.bundle, per_doc, git, work);
         Ok((report, checks, loaded.stamps))
     }
 
@@ -266,13 +282,20 @@ impl Checks {
             })
             .map(|d| d.path.clone())
             .collect();
-        let loaded = crate::project::Loaded {
+        let mut loaded = crate::project::Loaded {
             bundle: b,
             extra: crate::project::walk_findings(cfg, folder.unreadable().to_vec()),
             repo: None,
             stamps: vec![],
         };
-        let extra = crate::project::extra_findings(project, &loaded, skip_provenance);
+        let touched = |p: &str| reread.contains(p);
+        let (extra, git) = extra_findings_kept(
+            project,
+            &mut loaded,
+            skip_provenance,
+            self.git,
+            Some(&touched),
+        );
         // The kept findings are updated in place: only the documents
         // checked again (and those gone) change their entries.
         for p in &removed {
@@ -301,9 +324,10 @@ impl Checks {
             cold: false,
             parsed: reread.len(),
             checked: recheck.len(),
+            history: false,
         };
         let per_doc = PerDoc::ByPath(per_doc);
-        let checks = Checks::after(self.config, now, loaded.bundle, per_doc, work);
+        let checks = Checks::after(self.config, now, loaded.bundle, per_doc, git, work);
         Ok((report, checks, read))
     }
 }

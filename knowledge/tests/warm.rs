@@ -54,6 +54,7 @@ fn warm_work(parsed: usize, checked: usize) -> Work {
         cold: false,
         parsed,
         checked,
+        history: false,
     }
 }
 
@@ -227,4 +228,112 @@ fn a_rendered_concept_edited_in_place_drifts_as_in_a_cold_run() {
     let back = warm(&w, NOW);
     assert_eq!(back, cold(&p, NOW));
     assert!(!drift(&back), "{back}");
+}
+
+/// Runs git in `dir` with a fixed identity, `date` as the author date,
+/// and no configuration but its own.
+fn git(dir: &Path, date: &str, args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test Author")
+        .env("GIT_AUTHOR_EMAIL", "author@example.invalid")
+        .env("GIT_COMMITTER_NAME", "Test Committer")
+        .env("GIT_COMMITTER_EMAIL", "committer@example.invalid")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", "2026-08-30T12:00:00Z")
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A concept that records `generated` at `at` without a body digest, so
+/// the git tier of `generated-at-drift` reads its history.
+fn generated(at: &str, title: &str, body: &str) -> String {
+    format!(
+        "---\ntype: Note\ntitle: {title}\ndescription: A generated note.\ngenerated: {{by: okfit/test, at: {at}}}\n---\n\n# {title}\n\n{body}\n"
+    )
+}
+
+#[test]
+fn the_git_tier_reads_history_again_only_when_head_moves_or_a_body_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("repo");
+    let bundle = project.join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(bundle.join(rel), text).unwrap();
+    let gen = generated("2020-01-01T00:00:00Z", "Gen", "Body one.");
+    write("gen.md", &gen);
+    write(
+        "other.md",
+        &generated("2020-01-01T00:00:00Z", "Other", "Other body."),
+    );
+    if git(&project, "2026-03-04T05:06:07Z", &["init", "-q"]).is_none() {
+        eprintln!("git not found: the git tier's memo is not tested");
+        return;
+    }
+    let commit = |date: &str| {
+        git(&project, date, &["add", "-A"]);
+        git(&project, date, &["commit", "-q", "-m", "c"]);
+    };
+    commit("2026-03-04T05:06:07Z");
+    let w = Live::new(project.clone());
+    let p = discover::resolve(None, &project, None).unwrap();
+    let drifts = |r: &str| r.matches("generated-at-drift").count();
+    // Each step: the warm report equals a cold run's, and the history was
+    // read again or not.
+    let step = |what: &str, history: bool| -> String {
+        let r = warm(&w, NOW);
+        assert_eq!(r, cold(&p, NOW), "after {what}");
+        assert_eq!(w.validation_work().unwrap().history, history, "{what}");
+        r
+    };
+    let first = step("the first run", true);
+    assert_eq!(drifts(&first), 2, "{first}");
+    step("nothing", false);
+    // An edited body is not committed: no finding for it, no history read.
+    write(
+        "gen.md",
+        &generated("2020-01-01T00:00:00Z", "Gen", "Body two, longer."),
+    );
+    let dirty = step("an edited body", false);
+    assert_eq!(drifts(&dirty), 1, "{dirty}");
+    // Frontmatter alone edited: the body is still the committed one.
+    write(
+        "other.md",
+        &generated("2021-01-01T00:00:00Z", "Other", "Other body."),
+    );
+    step("an edited frontmatter", false);
+    // The body edited back to its committed text: its last change is
+    // known from the first run.
+    write("gen.md", &gen);
+    let back = step("a body edited back", false);
+    assert_eq!(drifts(&back), 2, "{back}");
+    // A new concept, not committed.
+    write(
+        "new.md",
+        &generated("2020-01-01T00:00:00Z", "New", "New body."),
+    );
+    step("an untracked concept", false);
+    // A commit moves HEAD: the history is read again.
+    commit("2026-04-05T06:07:08Z");
+    let moved = step("a commit", true);
+    assert!(moved.contains("2026-04-05T06:07:08Z"), "{moved}");
+    step("nothing after the commit", false);
 }

@@ -2,7 +2,8 @@
 //! `generated` but no `body_sha256`, derive when the body last changed
 //! from git history and compare it with `generated.at`. Read-only: it runs
 //! `git rev-parse`, `git ls-tree`, `git diff`, `git log` and one
-//! `git cat-file --batch`.
+//! `git cat-file --batch`. A server validating the same bundle again keeps
+//! a [`Memo`]: while `HEAD` stays, a run asks git only for `HEAD`.
 
 use okfit_core::diag::{Diagnostic, Tier};
 use okfit_core::doc::file_body_digest;
@@ -141,11 +142,27 @@ fn may_be_in_a_work_tree(dir: &Path) -> bool {
         .any(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
 }
 
+/// The work tree around `dir` and the commit `HEAD` names, in one git
+/// call; `None` outside a repository or before its first commit.
+fn head_of(dir: &Path) -> Option<(String, String)> {
+    let out = git(
+        dir,
+        &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
+    )?;
+    let mut lines = out.lines();
+    let top = lines.next()?.to_string();
+    let head = lines.next()?.trim().to_string();
+    (!head.is_empty()).then_some((top, head))
+}
+
 /// The repository a bundle lives in, as far as the git tier needs it.
 #[derive(Debug)]
 pub struct Repo {
     top: PathBuf,
     prefix: String,
+    /// The commit `HEAD` named when the repository was looked up (empty
+    /// while it has none).
+    head: String,
     /// The files committed under the bundle in `HEAD` (repository paths),
     /// with their blob ids.
     tracked: HashMap<String, String>,
@@ -170,13 +187,11 @@ impl Repo {
                     &["ls-tree", "-r", "--full-name", "HEAD", "--", "."],
                 )
             });
-            let head = git(
-                bundle_root,
-                &["rev-parse", "--show-toplevel", "--verify", "-q", "HEAD"],
-            );
-            (head, listed.join().ok().flatten())
+            (head_of(bundle_root), listed.join().ok().flatten())
         });
-        let mut repo = Repo::at(head?.lines().next()?, bundle_root)?;
+        let (top, head) = head?;
+        let mut repo = Repo::at(&top, bundle_root)?;
+        repo.head = head;
         repo.tracked = listed
             .unwrap_or_default()
             .lines()
@@ -188,6 +203,12 @@ impl Repo {
             })
             .collect();
         Some(repo)
+    }
+
+    /// Whether `top` and `head` (from [`head_of`]) are this repository's
+    /// work tree and the commit it was looked up at.
+    fn same(&self, (top, head): &(String, String)) -> bool {
+        !self.head.is_empty() && self.head == *head && self.top == Path::new(top.trim())
     }
 
     /// The repository around `bundle_root` when it has no commit yet.
@@ -214,6 +235,7 @@ impl Repo {
         Some(Repo {
             top,
             prefix,
+            head: String::new(),
             tracked: HashMap::new(),
         })
     }
@@ -284,6 +306,16 @@ pub fn state(bundle_root: &Path) -> RepoState {
 /// rounds: a file's newest two versions first, an older one only while the
 /// body stayed the same. A file with one version reads no blob.
 pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<String, Provenance> {
+    provenance_with(repo, bundle_root, paths, &mut Digests::default())
+}
+
+/// [`provenance`], reading blobs into (and reusing those in) `digests`.
+fn provenance_with(
+    repo: &Repo,
+    bundle_root: &Path,
+    paths: &[&str],
+    digests: &mut Digests,
+) -> HashMap<String, Provenance> {
     let mut out = HashMap::new();
     let top = &repo.top;
     let scope = repo.scope();
@@ -325,22 +357,15 @@ pub fn provenance(repo: &Repo, bundle_root: &Path, paths: &[&str]) -> HashMap<St
         .collect();
     let log = log.unwrap_or_default();
     let history = versions(&log);
-    let mut digests = Digests::default();
     // A body that differs from HEAD's is dirty: its last change is not
     // committed.
     let head_blobs = tracked.iter().filter(|(_, rp, _)| changed.contains(rp));
     digests.fill(top, head_blobs.map(|(_, _, oid)| *oid));
     let mut walks = vec![];
     for (p, rp, oid) in &tracked {
-        if changed.contains(rp) {
-            let now = std::fs::read(bundle_root.join(p))
-                .ok()
-                .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
-            let head = digests.get(Some(oid));
-            if head.is_none() || head != now {
-                out.insert(p.to_string(), Provenance::Dirty);
-                continue;
-            }
+        if changed.contains(rp) && body_differs(bundle_root, p, digests.get(Some(oid))) {
+            out.insert(p.to_string(), Provenance::Dirty);
+            continue;
         }
         if let Some(commits) = history.get(rp.as_str()) {
             walks.push(Walk {
@@ -434,6 +459,16 @@ fn versions(log: &str) -> HashMap<&str, Vec<Version<'_>>> {
     history
 }
 
+/// Whether the body of the bundle file `rel` on disk differs from the body
+/// whose digest is `head` (`None`: `HEAD`'s blob could not be read, which
+/// counts as a difference, as does a file that cannot be read).
+fn body_differs(bundle_root: &Path, rel: &str, head: Option<String>) -> bool {
+    let now = std::fs::read(bundle_root.join(rel))
+        .ok()
+        .map(|b| file_body_digest(&String::from_utf8_lossy(&b)));
+    head.is_none() || head != now
+}
+
 /// Body digests of blobs, by blob id, read as they are needed.
 #[derive(Default)]
 struct Digests {
@@ -470,9 +505,19 @@ pub fn drift(
     };
     let paths: Vec<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
     let found = provenance(repo, bundle_root, &paths);
+    findings(candidates, |p| found.get(p), severity)
+}
+
+/// The findings of the git tier for `candidates`, given where each one's
+/// body stands (`found`).
+fn findings<'a>(
+    candidates: &[Candidate],
+    found: impl Fn(&str) -> Option<&'a Provenance>,
+    severity: okfit_core::diag::Severity,
+) -> Vec<Diagnostic> {
     let mut out = vec![];
     for c in candidates {
-        let Some(Provenance::Changed { sha, at: derived }) = found.get(&c.path) else {
+        let Some(Provenance::Changed { sha, at: derived }) = found(&c.path) else {
             continue;
         };
         let state = match c.at {
@@ -494,6 +539,125 @@ pub fn drift(
         });
     }
     out
+}
+
+/// What the git tier found over a bundle at one `HEAD`, for the next run
+/// over the same bundle. While `HEAD` names the same commit, a file's
+/// provenance changes only with its own text: the next run, told which
+/// files may have changed since, asks git for `HEAD` alone (one short
+/// call), compares only those files' bodies with `HEAD`'s, and reads no
+/// history unless a body returned to its committed text.
+pub struct Memo {
+    repo: Repo,
+    /// Each candidate looked at, and where its body stood (`None`: git
+    /// has no history of it).
+    found: HashMap<String, Option<Provenance>>,
+    /// The last body change of each file found committed as it is, kept
+    /// while the file is edited: a body edited back needs no history read.
+    walked: HashMap<String, Provenance>,
+    /// Body digests of the blobs read so far, by blob id.
+    digests: Digests,
+    /// Whether making this memo read the bundle's history.
+    read_history: bool,
+}
+
+impl Memo {
+    /// The git tier's first run over `candidates` in `repo` (from
+    /// [`Repo::discover`]).
+    pub fn first(repo: Repo, bundle_root: &Path, candidates: &[Candidate]) -> Memo {
+        let mut memo = Memo {
+            repo,
+            found: HashMap::new(),
+            walked: HashMap::new(),
+            digests: Digests::default(),
+            read_history: false,
+        };
+        let paths: Vec<&str> = candidates.iter().map(|c| c.path.as_str()).collect();
+        memo.look_again(bundle_root, &paths);
+        memo
+    }
+
+    /// The next run over `candidates`, where only the bundle files for
+    /// which `touched` holds may have changed since this memo's run. `None`
+    /// once the bundle is in no repository with a commit.
+    pub fn again(
+        mut self,
+        bundle_root: &Path,
+        candidates: &[Candidate],
+        touched: impl Fn(&str) -> bool,
+    ) -> Option<Memo> {
+        let head = head_of(bundle_root)?;
+        if !self.repo.same(&head) {
+            return Some(Memo::first(
+                Repo::discover(bundle_root)?,
+                bundle_root,
+                candidates,
+            ));
+        }
+        self.read_history = false;
+        let again: Vec<&str> = candidates
+            .iter()
+            .map(|c| c.path.as_str())
+            .filter(|p| touched(p) || !self.found.contains_key(*p))
+            .collect();
+        let mut history = vec![];
+        let tracked: Vec<(&str, String)> = again
+            .iter()
+            .filter_map(|p| Some((*p, self.repo.tracked.get(&self.repo.path(p))?.clone())))
+            .collect();
+        self.digests
+            .fill(&self.repo.top, tracked.iter().map(|(_, oid)| oid.as_str()));
+        for p in &again {
+            let Some(oid) = self.repo.tracked.get(&self.repo.path(p)) else {
+                self.found
+                    .insert(p.to_string(), Some(Provenance::Untracked));
+                continue;
+            };
+            if body_differs(bundle_root, p, self.digests.get(Some(oid))) {
+                self.found.insert(p.to_string(), Some(Provenance::Dirty));
+            } else if let Some(v) = self.walked.get(*p) {
+                self.found.insert(p.to_string(), Some(v.clone()));
+            } else {
+                history.push(*p);
+            }
+        }
+        if !history.is_empty() {
+            self.look_again(bundle_root, &history);
+        }
+        Some(self)
+    }
+
+    /// Looks `paths` up in the bundle's history, as [`provenance`] does.
+    fn look_again(&mut self, bundle_root: &Path, paths: &[&str]) {
+        let mut found = provenance_with(&self.repo, bundle_root, paths, &mut self.digests);
+        for p in paths {
+            let v = found.remove(*p);
+            if let Some(changed @ Provenance::Changed { .. }) = &v {
+                self.walked.insert(p.to_string(), changed.clone());
+            }
+            self.found.insert(p.to_string(), v);
+        }
+        self.read_history |= !paths.is_empty();
+    }
+
+    /// The findings for `candidates`, as [`drift`] makes them.
+    pub fn findings(
+        &self,
+        candidates: &[Candidate],
+        severity: okfit_core::diag::Severity,
+    ) -> Vec<Diagnostic> {
+        findings(
+            candidates,
+            |p| self.found.get(p).and_then(Option::as_ref),
+            severity,
+        )
+    }
+
+    /// Whether the run that made or last renewed this memo read the
+    /// bundle's history (`git log`), rather than reusing it.
+    pub fn read_history(&self) -> bool {
+        self.read_history
+    }
 }
 
 /// The git identity (`user.name`, `user.email`) configured for `dir`.
