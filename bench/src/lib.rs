@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod committed;
 pub mod daemon;
 pub mod generator;
 pub mod kbdata;

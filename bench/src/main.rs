@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use okfit_bench::committed;
 use okfit_bench::generator::{self, GenParams, Shape};
 use okfit_bench::measure::{self, shell_quote, Exit, RunResult};
 
@@ -318,103 +319,22 @@ fn prepare_bundle(root: &Path, concepts: usize, shape: Shape) -> Result<Bundle, 
 }
 
 /// The standard bundle of `concepts` in its own git repository at
-/// bench/out/git<N>: a first commit of every file, then a second that
-/// changes the body of every tenth concept (fixed names and dates, so the
-/// history is the same on every machine). Made once; a stamp keeps it.
+/// bench/out/git<N> ([`okfit_bench::committed`]). Made once; a stamp keeps it.
 fn committed_bundle(root: &Path, concepts: usize) -> Result<Bundle, Fail> {
     let source = prepare_bundle(root, concepts, Shape::Standard)?;
     let rel_dir = format!("bench/out/git{concepts}");
-    let dir = root.join(&rel_dir);
-    let stamp_path = dir.join(STAMP_FILE);
-    let stamp = format!("{} committed 2\n", source.params.stamp());
-    let fail = |what: &str, e: &dyn std::fmt::Display| Fail(format!("{rel_dir}: {what}: {e}"), 2);
-    if fs::read_to_string(&stamp_path).is_ok_and(|s| s == stamp) && dir.join(".git").is_dir() {
+    let made = committed::make(
+        &root.join(&source.rel_dir),
+        &root.join(&rel_dir),
+        &source.params.stamp(),
+    )
+    .map_err(|e| Fail(e, 2))?;
+    if made == 0 {
         eprintln!("okfit-bench: {rel_dir} is up to date");
     } else {
-        if dir.exists() {
-            fs::remove_dir_all(&dir).map_err(|e| fail("cannot remove", &e))?;
-        }
-        copy_tree(&root.join(&source.rel_dir), &dir).map_err(|e| fail("cannot copy", &e))?;
-        let _ = fs::remove_file(&stamp_path);
-        let git = |args: &[&str], date: &str| -> Result<(), Fail> {
-            let out = Command::new("git")
-                .args(["-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"])
-                .args(args)
-                .current_dir(&dir)
-                .env("GIT_AUTHOR_NAME", "okfit-bench")
-                .env("GIT_AUTHOR_EMAIL", "bench@okfit.invalid")
-                .env("GIT_COMMITTER_NAME", "okfit-bench")
-                .env("GIT_COMMITTER_EMAIL", "bench@okfit.invalid")
-                .env("GIT_AUTHOR_DATE", date)
-                .env("GIT_COMMITTER_DATE", date)
-                .output()
-                .map_err(|e| fail("cannot run git", &e))?;
-            if out.status.success() {
-                Ok(())
-            } else {
-                Err(fail(
-                    &format!("git {}", args.join(" ")),
-                    &String::from_utf8_lossy(&out.stderr).trim(),
-                ))
-            }
-        };
-        let first = "2026-03-01T00:00:00Z";
-        git(&["init", "-q"], first)?;
-        git(&["add", "-A"], first)?;
-        git(&["commit", "-q", "-m", "bundle"], first)?;
-        let bundle = dir.join(generator::BUNDLE_DIR);
-        let mut edited = 0;
-        for area in sorted_entries(&bundle).map_err(|e| fail("cannot list", &e))? {
-            if !area.is_dir() {
-                continue;
-            }
-            for file in sorted_entries(&area).map_err(|e| fail("cannot list", &e))? {
-                let is_concept = file.extension().is_some_and(|e| e == "md")
-                    && file.file_name().is_some_and(|n| n != "index.md");
-                if !is_concept {
-                    continue;
-                }
-                if edited % 10 == 0 {
-                    let mut text =
-                        fs::read_to_string(&file).map_err(|e| fail("cannot read", &e))?;
-                    text.push_str("\nA paragraph added later.\n");
-                    fs::write(&file, text).map_err(|e| fail("cannot write", &e))?;
-                }
-                edited += 1;
-            }
-        }
-        git(
-            &["commit", "-q", "-a", "-m", "edit bodies"],
-            "2026-04-01T00:00:00Z",
-        )?;
-        fs::write(&stamp_path, &stamp).map_err(|e| fail("cannot write the stamp", &e))?;
-        eprintln!("okfit-bench: committed {rel_dir} ({edited} concepts, a tenth edited)");
+        eprintln!("okfit-bench: committed {rel_dir} ({made} concepts, a tenth edited)");
     }
     Ok(Bundle { rel_dir, ..source })
-}
-
-/// The entries of `dir`, sorted by name.
-fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut v = fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<io::Result<Vec<_>>>()?;
-    v.sort();
-    Ok(v)
-}
-
-/// Copies the files and folders under `from` to `to` (created).
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    fs::create_dir_all(to)?;
-    for entry in fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
 }
 
 /// `okfit validate` as this run measures it.

@@ -564,6 +564,20 @@ fn mcp(out: &mut String, inputs: &Inputs) {
             verdict(first.zip(cli).map(|(f, c)| f <= c))
         );
     }
+    if let Some(c) = v.get("committed").filter(|c| c.is_object()) {
+        let n = num(c, "concepts").unwrap_or(f64::NAN);
+        let changed = num(c, "one_file_changed_ms.p50");
+        let _ = writeln!(
+            out,
+            "Committed to git: the standard bundle of {} concepts in its own repository (`bench/out/git<N>`, as under Validation), whose concepts record `generated` without a digest, so the git tier of `generated-at-drift` reads their history. `validate_bundle`, ms p50 / p95: settled server's first call {}; nothing changed {}; one file changed {} (target < 50 ms: {}); `okfit validate` {}.\n",
+            okfit_core::kb::model::with_commas(n as u64),
+            pair(c, "settled_first_call_ms"),
+            pair(c, "unchanged_ms"),
+            pair(c, "one_file_changed_ms"),
+            verdict(changed.map(|x| x < 50.0)),
+            pair(c, "cli_ms"),
+        );
+    }
 }
 
 fn store(out: &mut String, inputs: &Inputs) {

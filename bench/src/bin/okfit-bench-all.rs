@@ -387,6 +387,8 @@ fn main() -> ExitCode {
                 bin("okfit-bench-mcp"),
                 s("--sizes"),
                 join(&with_10k),
+                s("--committed"),
+                s("10000"),
                 s("--json"),
                 json("mcp.json"),
             ],

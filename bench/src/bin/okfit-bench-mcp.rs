@@ -22,13 +22,20 @@
 //!   peak RSS after that call), then warm calls with nothing changed and after one concept was
 //!   rewritten (21 each, alternating two versions of the file, which is
 //!   restored), the default answer's size, and `okfit validate`'s own time
-//!   (21 runs).
+//!   (21 runs);
+//! - with `--committed N`: the standard bundle of N concepts committed to
+//!   its own git repository (`bench/out/git<N>`, as `okfit-bench
+//!   --committed` makes it; its concepts record `generated` without a
+//!   digest, so the git tier of `generated-at-drift` reads their history):
+//!   `validate_bundle`'s settled first call, then warm calls with nothing
+//!   changed and after one concept was rewritten, and `okfit validate`.
 //!
 //! `--json PATH` also writes the figures as JSON. Targets (at 10,000
 //! concepts): start-up < 10 ms; warm list/get < 1 ms; first call < 300 ms;
 //! RSS < 100 MB; `validate_bundle` after one change < 50 ms, its first
-//! call no slower than the `okfit validate` runs paired with it; at
-//! 20,000: `okfit context` < 10 ms, `okfit validate --file` < 30 ms.
+//! call no slower than the `okfit validate` runs paired with it, and after
+//! one change < 50 ms in the committed bundle too; at 20,000: `okfit
+//! context` < 10 ms, `okfit validate --file` < 30 ms.
 
 use okfit_bench::generator::{self, GenParams};
 use okfit_bench::kbdata::p95;
@@ -39,10 +46,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: okfit-bench-mcp [--runs N] [--sizes LIST] [--json PATH]
-  --runs N       start-up runs on okf/ (default 21)
-  --sizes LIST   comma-separated concept counts (default 10000)
-  --json PATH    also write the results as JSON to PATH";
+const USAGE: &str = "usage: okfit-bench-mcp [--runs N] [--sizes LIST] [--committed N] [--json PATH]
+  --runs N        start-up runs on okf/ (default 21)
+  --sizes LIST    comma-separated concept counts (default 10000)
+  --committed N   also measure validate_bundle on N concepts committed to git
+  --json PATH     also write the results as JSON to PATH";
 
 /// The stamp file `okfit-bench` keeps in `bench/out/b<N>` (same name, same content).
 const STAMP_FILE: &str = ".okfit-gen-stamp";
@@ -104,6 +112,7 @@ fn count(n: usize) -> String {
 struct Args {
     runs: usize,
     sizes: Vec<usize>,
+    committed: Option<usize>,
     json: Option<PathBuf>,
 }
 
@@ -111,18 +120,32 @@ fn parse_args() -> Result<Option<Args>, String> {
     let mut args = Args {
         runs: 21,
         sizes: vec![TARGET_CONCEPTS],
+        committed: None,
         json: None,
     };
     let Some(flags) = okfit_bench::kbdata::flag_values()? else {
         return Ok(None);
     };
     for (flag, value) in flags {
-        if !matches!(flag.as_str(), "--runs" | "--sizes" | "--json") {
+        if !matches!(
+            flag.as_str(),
+            "--runs" | "--sizes" | "--committed" | "--json"
+        ) {
             return Err(format!("unknown argument {flag:?}\n{USAGE}"));
         }
         let positive = |s: &str| okfit_bench::kbdata::positive(&flag, s);
         match flag.as_str() {
             "--runs" => args.runs = positive(&value)?,
+            "--committed" => {
+                let n = positive(&value)?;
+                if n > generator::MAX_CONCEPTS {
+                    return Err(format!(
+                        "--committed: {n} exceeds the generator limit of {}",
+                        generator::MAX_CONCEPTS
+                    ));
+                }
+                args.committed = Some(n);
+            }
             "--sizes" => {
                 args.sizes = value
                     .split(',')
@@ -228,11 +251,29 @@ fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateRe
         }
     }
     let (settled, settled_rss) = measure_settled(bin, dir)?;
-    let (mut s, answer) = last.ok_or("no server was started")?;
+    let (s, answer) = last.ok_or("no server was started")?;
+    let (unchanged, changed) = warm_calls(s, &call, concept)?;
+    let cli = time_cli(&okfit, dir, &cli_args, "")?;
+    Ok(ValidateResult {
+        first: Pct::of(&firsts),
+        settled,
+        settled_rss,
+        unchanged,
+        changed,
+        answer_bytes: answer.len(),
+        cli,
+        cli_paired: Pct::of(&paired),
+    })
+}
+
+/// `call` through the running server `s` ([`CLI_RUNS`] times with nothing
+/// changed, then as many after `concept` was rewritten, alternating two
+/// versions of it; the file is restored), and the server closed.
+fn warm_calls(mut s: Session, call: &str, concept: &Path) -> Result<(Pct, Pct), String> {
     let mut unchanged = vec![];
     for _ in 0..CLI_RUNS {
         let t = Instant::now();
-        s.request("tools/call", &call)?;
+        s.request("tools/call", call)?;
         unchanged.push(ms(t.elapsed()));
     }
     let original = std::fs::read(concept).map_err(|e| format!("{}: {e}", concept.display()))?;
@@ -247,7 +288,7 @@ fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateRe
             break;
         }
         let t = Instant::now();
-        if let Err(e) = s.request("tools/call", &call) {
+        if let Err(e) = s.request("tools/call", call) {
             result = Err(e);
             break;
         }
@@ -257,17 +298,71 @@ fn measure_validate(bin: &Path, dir: &Path, concept: &Path) -> Result<ValidateRe
     s.close();
     result?;
     restored.map_err(|e| format!("restoring {}: {e}", concept.display()))?;
-    let cli = time_cli(&okfit, dir, &cli_args, "")?;
-    Ok(ValidateResult {
-        first: Pct::of(&firsts),
+    Ok((Pct::of(&unchanged), Pct::of(&changed)))
+}
+
+/// `validate_bundle` on a bundle committed to git.
+struct CommittedResult {
+    concepts: usize,
+    /// The first call of a server left to settle after the handshake.
+    settled: Pct,
+    unchanged: Pct,
+    changed: Pct,
+    cli: Pct,
+}
+
+/// The standard bundle of `n` concepts committed to its own repository
+/// (made when missing or stale), and `validate_bundle` over it.
+fn measure_committed(root: &Path, bin: &Path, n: usize) -> Result<CommittedResult, String> {
+    let source = prepare_bundle(root, n)?;
+    let dir = root.join(format!("bench/out/git{n}"));
+    let stamp = GenParams::with_default_folders(n).stamp();
+    if okfit_bench::committed::make(&source, &dir, &stamp)? > 0 {
+        eprintln!("okfit-bench-mcp: committed bench/out/git{n}");
+    }
+    let concept = some_concept(&dir.join(generator::BUNDLE_DIR))?;
+    let (settled, _) = measure_settled(bin, &dir)?;
+    let call = format!(r#"{{"name":"validate_bundle","arguments":{{"now":"{NOW}"}}}}"#);
+    let mut s = start(bin, &dir)?;
+    s.initialize()?;
+    s.request("tools/call", &call)?;
+    let (unchanged, changed) = warm_calls(s, &call, &concept)?;
+    let okfit = bin.with_file_name("okfit");
+    let cli = time_cli(
+        &okfit,
+        &dir,
+        &["validate", "--format", "json", "--now", NOW],
+        "",
+    )?;
+    Ok(CommittedResult {
+        concepts: n,
         settled,
-        settled_rss,
-        unchanged: Pct::of(&unchanged),
-        changed: Pct::of(&changed),
-        answer_bytes: answer.len(),
+        unchanged,
+        changed,
         cli,
-        cli_paired: Pct::of(&paired),
     })
+}
+
+/// The first concept file (by name) of the first folder of `bundle`.
+fn some_concept(bundle: &Path) -> Result<PathBuf, String> {
+    let sorted = |dir: &Path| -> Result<Vec<PathBuf>, String> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    for area in sorted(bundle)?.into_iter().filter(|p| p.is_dir()) {
+        let concept = sorted(&area)?.into_iter().find(|p| {
+            p.extension().is_some_and(|e| e == "md")
+                && p.file_name().is_some_and(|n| n != "index.md")
+        });
+        if let Some(c) = concept {
+            return Ok(c);
+        }
+    }
+    Err(format!("{}: no concept file", bundle.display()))
 }
 
 /// The first `validate_bundle` (`now` unset, as an agent calls it) of
@@ -446,6 +541,10 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
         let dir = prepare_bundle(root, n)?;
         results.push(measure_size(&bin, &dir, n)?);
     }
+    let committed = match args.committed {
+        Some(n) => Some(measure_committed(root, &bin, n)?),
+        None => None,
+    };
 
     println!("measure                                      median        p95      target");
     println!(
@@ -540,6 +639,26 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
             met &= r.context.p50 < 10.0 && r.file.p50 < 30.0;
         }
     }
+    if let Some(c) = &committed {
+        let at = count(c.concepts);
+        let target = if c.concepts == TARGET_CONCEPTS {
+            "< 50 ms"
+        } else {
+            ""
+        };
+        let rows = [
+            (format!("in git: settled server, {at}"), c.settled, ""),
+            (format!("in git: nothing changed, {at}"), c.unchanged, ""),
+            (format!("in git: one file changed, {at}"), c.changed, target),
+            (format!("in git: okfit validate, {at}"), c.cli, ""),
+        ];
+        for (label, p, t) in rows {
+            println!("{label:<44}{:8.1} ms {:8.1} ms   {t}", p.p50, p.p95);
+        }
+        if c.concepts == TARGET_CONCEPTS {
+            met &= c.changed.p50 < 50.0;
+        }
+    }
     if args.sizes.contains(&TARGET_CONCEPTS) {
         println!("targets: {}", if met { "MET" } else { "MISSED" });
     } else {
@@ -575,7 +694,16 @@ fn run(root: &Path, args: &Args) -> Result<bool, String> {
                 })
             })
             .collect();
-        let doc = json!({"startup_ms": su.json(args.runs), "sizes": sizes});
+        let mut doc = json!({"startup_ms": su.json(args.runs), "sizes": sizes});
+        if let Some(c) = &committed {
+            doc["committed"] = json!({
+                "concepts": c.concepts,
+                "settled_first_call_ms": c.settled.json(SETTLED_SERVERS),
+                "unchanged_ms": c.unchanged.json(CLI_RUNS),
+                "one_file_changed_ms": c.changed.json(CLI_RUNS),
+                "cli_ms": c.cli.json(CLI_RUNS),
+            });
+        }
         write_json(path, &doc)?;
     }
     Ok(met)
