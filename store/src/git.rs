@@ -375,6 +375,7 @@ fn provenance_with(
             });
         }
     }
+    let seeded = digests.seed_from_disk(bundle_root, &walks, &tracked, &changed);
     // Each round reads the next older version of every walk still going;
     // a file with one version reads none.
     let mut going: Vec<&mut Walk> = walks.iter_mut().filter(|w| w.commits.len() > 1).collect();
@@ -396,6 +397,7 @@ fn provenance_with(
             true
         });
     }
+    digests.forget(&seeded);
     for w in walks {
         let v = &w.commits[w.last];
         if let Ok(time::Parsed::Instant(at)) = time::parse(v.date) {
@@ -484,6 +486,57 @@ impl Digests {
         let mut found = blob_digests(top, &new);
         for oid in new {
             self.known.insert(oid.to_string(), found.remove(oid));
+        }
+    }
+
+    /// Takes the body digest of `HEAD`'s blob of each file whose history
+    /// must be compared from the file on disk where git found no
+    /// difference (`changed` does not name it): its text is the blob's, so
+    /// reading the file (and digesting it, CRLF normalised as the digest
+    /// always is) spares git inflating the blob, the dearest read of a
+    /// history walk. Returns the blobs so seeded, to be forgotten after
+    /// the walk: a digest taken from a file is only as good as the moment
+    /// it was read, and what is kept for later runs comes from git.
+    fn seed_from_disk<'a>(
+        &mut self,
+        bundle_root: &Path,
+        walks: &[Walk<'_>],
+        tracked: &[(&str, String, &'a str)],
+        changed: &HashSet<String>,
+    ) -> Vec<&'a str> {
+        use rayon::prelude::*;
+        let head: HashMap<&str, (&str, &str)> = tracked
+            .iter()
+            .map(|(p, rp, oid)| (*p, (rp.as_str(), *oid)))
+            .collect();
+        let wanted: Vec<(&str, &str)> = walks
+            .iter()
+            .filter(|w| w.commits.len() > 1)
+            .filter_map(|w| {
+                let (rp, oid) = *head.get(w.path)?;
+                let same = !changed.contains(rp) && w.commits[0].blob == Some(oid);
+                (same && !self.known.contains_key(oid)).then_some((w.path, oid))
+            })
+            .collect();
+        let read: Vec<(&str, String)> = wanted
+            .par_iter()
+            .filter_map(|(p, oid)| {
+                let bytes = std::fs::read(bundle_root.join(p)).ok()?;
+                Some((*oid, file_body_digest(&String::from_utf8_lossy(&bytes))))
+            })
+            .collect();
+        let mut seeded = vec![];
+        for (oid, digest) in read {
+            self.known.insert(oid.to_string(), Some(digest));
+            seeded.push(oid);
+        }
+        seeded
+    }
+
+    /// Forgets the digests of `oids`.
+    fn forget(&mut self, oids: &[&str]) {
+        for oid in oids {
+            self.known.remove(*oid);
         }
     }
 
