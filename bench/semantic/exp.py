@@ -54,6 +54,26 @@ def table_variants(T):
     return out
 
 
+def static_systems(systems, prefix, tables, vocab, n_docs, doc_ids, q_ids):
+    """Scores every static table of `tables` (name -> word-vector table over a
+    vocabulary of `vocab` ids) with idf and SIF weights taken from this
+    corpus's full texts, into `systems` as `{prefix}_{table}_{weight}_{text}`."""
+    cnt = np.zeros(vocab)
+    df = np.zeros(vocab)
+    for ids in doc_ids["full"]:
+        np.add.at(cnt, ids, 1)
+        df[list(set(ids))] += 1
+    idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+    p = cnt / cnt.sum()
+    sif = SIF_A / (SIF_A + p)
+    for wname, wt in (("idf", idf), ("sif", sif)):
+        for dname, tab in tables.items():
+            Q = np.stack([weighted_mean(i, tab, wt) for i in q_ids])
+            for tk, ids_list in doc_ids.items():
+                D = np.stack([weighted_mean(i, tab, wt) for i in ids_list])
+                systems[f"{prefix}_{dname}_{wname}_{tk}"] = cos_matrix(Q, D)
+
+
 def weighted_mean(ids, table, weight):
     if len(ids) == 0:
         return np.zeros(table.shape[1], dtype=np.float32)
@@ -180,40 +200,13 @@ def main():
             doc_ids = {tk: [ids_of(x) for x in texts[tk]] for tk in texts}
             q_ids = [ids_of(q["q"]) for q in qs]
             # weights from this corpus (full text statistics)
-            cnt = np.zeros(len(words))
-            df = np.zeros(len(words))
-            for ids in doc_ids["full"]:
-                np.add.at(cnt, ids, 1)
-                df[list(set(ids))] += 1
-            idf = np.log(1 + (N - df + 0.5) / (df + 0.5))
-            p = cnt / cnt.sum()
-            sif = SIF_A / (SIF_A + p)
-            for wname, wt in (("idf", idf), ("sif", sif)):
-                for dname, tab in Wvar.items():
-                    Q = np.stack([weighted_mean(i, tab, wt) for i in q_ids])
-                    for tk in texts:
-                        D = np.stack([weighted_mean(i, tab, wt) for i in doc_ids[tk]])
-                        systems[f"static_{vocab_kind}_{dname}_{wname}_{tk}"] = cos_matrix(Q, D)
+            static_systems(systems, f"static_{vocab_kind}", Wvar, len(words), N, doc_ids, q_ids)
         # wordpiece table (fixed, corpus-independent: the shippable one)
         def wp_ids(text):
             return wptok(text, add_special_tokens=False, truncation=False)["input_ids"]
         doc_ids = {tk: [wp_ids(x) for x in texts[tk]] for tk in texts}
         q_ids = [wp_ids(q["q"]) for q in qs]
-        V = WPtab.shape[0]
-        cnt = np.zeros(V)
-        df = np.zeros(V)
-        for ids in doc_ids["full"]:
-            np.add.at(cnt, ids, 1)
-            df[list(set(ids))] += 1
-        idf = np.log(1 + (N - df + 0.5) / (df + 0.5))
-        p = cnt / cnt.sum()
-        sif = SIF_A / (SIF_A + p)
-        for wname, wt in (("idf", idf), ("sif", sif)):
-            for dname, tab in WPvar.items():
-                Q = np.stack([weighted_mean(i, tab, wt) for i in q_ids])
-                for tk in texts:
-                    D = np.stack([weighted_mean(i, tab, wt) for i in doc_ids[tk]])
-                    systems[f"static_wp_{dname}_{wname}_{tk}"] = cos_matrix(Q, D)
+        static_systems(systems, "static_wp", WPvar, WPtab.shape[0], N, doc_ids, q_ids)
 
         sem_names = [s for s in systems if s != "bm25"]
 
