@@ -282,7 +282,10 @@ fn git_drift(
         Some(r) => r.as_ref(),
         None if candidates.is_empty() => None,
         None => {
-            discovered = okfit_store::git::Repo::discover(&project.bundle_root);
+            discovered = match only {
+                Some(p) => okfit_store::git::Repo::discover_paths(&project.bundle_root, &[p]),
+                None => okfit_store::git::Repo::discover(&project.bundle_root),
+            };
             discovered.as_ref()
         }
     };

@@ -337,3 +337,80 @@ fn the_git_tier_reads_history_again_only_when_head_moves_or_a_body_returns() {
     assert!(moved.contains("2026-04-05T06:07:08Z"), "{moved}");
     step("nothing after the commit", false);
 }
+
+#[test]
+fn the_git_tier_finds_the_same_for_one_file_as_for_the_whole_bundle() {
+    // More files than git is given one by one: the full run asks about the
+    // bundle's directory, each one-file check about its own path.
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("repo");
+    let bundle = project.join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(bundle.join(rel), text).unwrap();
+    let name = |i: usize| format!("gen-{i:03}.md");
+    let at = "2020-01-01T00:00:00Z";
+    for i in 0..70 {
+        write(&name(i), &generated(at, &format!("Gen {i}"), "Body one."));
+    }
+    if git(&project, "2026-03-04T05:06:07Z", &["init", "-q"]).is_none() {
+        eprintln!("git not found: the git tier's pathspecs are not tested");
+        return;
+    }
+    let commit = |date: &str| {
+        git(&project, date, &["add", "-A"]);
+        git(&project, date, &["commit", "-q", "-m", "c"]);
+    };
+    commit("2026-03-04T05:06:07Z");
+    // Every seventh body edited, every fifth frontmatter alone.
+    for i in 0..70 {
+        let title = format!("Gen {i}");
+        if i % 7 == 0 {
+            write(&name(i), &generated(at, &title, "Body two."));
+        } else if i % 5 == 0 {
+            write(
+                &name(i),
+                &generated("2021-01-01T00:00:00Z", &title, "Body one."),
+            );
+        }
+    }
+    commit("2026-04-05T06:07:08Z");
+    // One body edited and not committed.
+    write(&name(3), &generated(at, "Gen 3", "Body three."));
+    let p = discover::resolve(None, &project, None).unwrap();
+    let drift = |r: &okfit_core::bundle::Report, file: &str| -> Vec<String> {
+        r.diagnostics
+            .iter()
+            .filter(|d| d.code == "generated-at-drift" && d.file == file)
+            .map(|d| d.message.clone())
+            .collect()
+    };
+    let loaded = project::load(
+        &p,
+        &LoadOptions {
+            now: Some(NOW),
+            git: true,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let full = project::validate(&p, &loaded, false);
+    for i in 0..70 {
+        let f = name(i);
+        let one = project::validate_file(&p, &f, NOW, false).unwrap();
+        let expected = drift(&full, &f);
+        assert_eq!(drift(&one, &f), expected, "{f}");
+        let when = match i {
+            3 => None,
+            _ if i % 7 == 0 => Some("2026-04-05T06:07:08Z"),
+            _ => Some("2026-03-04T05:06:07Z"),
+        };
+        match when {
+            None => assert!(expected.is_empty(), "{f}: {expected:?}"),
+            Some(w) => assert!(
+                expected.len() == 1 && expected[0].contains(w),
+                "{f}: {expected:?}"
+            ),
+        }
+    }
+}

@@ -130,6 +130,15 @@ fn read_blob(r: &mut impl BufRead) -> Option<Option<String>> {
     Some(Some(String::from_utf8_lossy(&buf).into_owned()))
 }
 
+/// Most files [`provenance`] names to git one by one; past it, git is
+/// given the bundle's directory.
+const FEW_PATHS: usize = 64;
+
+/// `path` as a git pathspec that means exactly that path (no glob).
+fn literal_path(path: &str) -> String {
+    format!(":(literal){path}")
+}
+
 /// Whether git could find a work tree around `dir`: a `.git` in it or a
 /// folder above, or git's own variables naming one. Without either, no git
 /// process is started (a few milliseconds each).
@@ -174,6 +183,19 @@ impl Repo {
     /// nothing is committed to compare with. Cheap enough to run beside
     /// parsing (two short git calls).
     pub fn discover(bundle_root: &Path) -> Option<Repo> {
+        Repo::discover_listing(bundle_root, &[".".to_string()])
+    }
+
+    /// [`Repo::discover`], listing only the committed files among the
+    /// bundle-relative `paths` (for a check of a few files).
+    pub fn discover_paths(bundle_root: &Path, paths: &[&str]) -> Option<Repo> {
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+        Repo::discover_listing(bundle_root, &paths)
+    }
+
+    /// [`Repo::discover`], listing the committed files under `paths`
+    /// (relative to the bundle; `ls-tree` matches them as literal paths).
+    fn discover_listing(bundle_root: &Path, paths: &[String]) -> Option<Repo> {
         if !may_be_in_a_work_tree(bundle_root) {
             return None;
         }
@@ -182,10 +204,9 @@ impl Repo {
         // bundle, by repository path), so the two calls take the time of one.
         let (head, listed) = std::thread::scope(|s| {
             let listed = s.spawn(|| {
-                git(
-                    bundle_root,
-                    &["ls-tree", "-r", "--full-name", "HEAD", "--", "."],
-                )
+                let mut args = vec!["ls-tree", "-r", "--full-name", "HEAD", "--"];
+                args.extend(paths.iter().map(String::as_str));
+                git(bundle_root, &args)
             });
             (head_of(bundle_root), listed.join().ok().flatten())
         });
@@ -333,20 +354,32 @@ fn provenance_with(
         return out; // nothing committed to compare with
     }
     // What differs from HEAD, and the history, asked at the same time.
+    // A few files: git looks at their paths alone (a hook checks one file
+    // after each write, and the bundle's whole history would cost it more
+    // than its own check); more: the bundle's directory.
+    let literal: Vec<String> = if tracked.len() <= FEW_PATHS {
+        tracked.iter().map(|(_, rp, _)| literal_path(rp)).collect()
+    } else {
+        vec![scope.to_string()]
+    };
+    let with_spec = |args: &[&'static str]| -> Vec<&str> {
+        let mut v: Vec<&str> = args.to_vec();
+        v.push("--");
+        v.extend(literal.iter().map(String::as_str));
+        v
+    };
     let (diff, log) = std::thread::scope(|s| {
-        let diff = s.spawn(|| git(top, &["diff", "--name-only", "HEAD", "--", scope]));
+        let diff = s.spawn(|| git(top, &with_spec(&["diff", "--name-only", "HEAD"])));
         let log = git(
             top,
-            &[
+            &with_spec(&[
                 "log",
                 "--first-parent",
                 "--diff-merges=first-parent",
                 "--raw",
                 "--no-abbrev",
                 "--format=%x01%H %aI",
-                "--",
-                scope,
-            ],
+            ]),
         );
         (diff.join().ok().flatten(), log)
     });
