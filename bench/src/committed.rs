@@ -62,9 +62,7 @@ pub fn make(source: &Path, dir: &Path, stamp: &str) -> Result<usize, String> {
             continue;
         }
         for file in sorted_entries(&area).map_err(|e| fail("cannot list", &e))? {
-            let is_concept = file.extension().is_some_and(|e| e == "md")
-                && file.file_name().is_some_and(|n| n != "index.md");
-            if !is_concept {
+            if !is_concept(&file) {
                 continue;
             }
             if walked % 10 == 0 {
@@ -83,8 +81,14 @@ pub fn make(source: &Path, dir: &Path, stamp: &str) -> Result<usize, String> {
     Ok(walked)
 }
 
+/// Whether a file of a generated bundle's folder is a concept (Markdown,
+/// not the folder's `index.md`).
+pub fn is_concept(file: &Path) -> bool {
+    file.extension().is_some_and(|e| e == "md") && file.file_name().is_some_and(|n| n != "index.md")
+}
+
 /// The entries of `dir`, sorted by name.
-fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub fn sorted_entries(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut v = fs::read_dir(dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<io::Result<Vec<_>>>()?;

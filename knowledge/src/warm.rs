@@ -94,7 +94,8 @@ pub(crate) type Stamps = Vec<(String, Stamp)>;
 pub(crate) type Asked<'a> = (&'a Project, Instant, bool);
 
 impl Checks {
-    /// What a run kept: no change noted since yet.
+    /// What a run kept: no change noted since yet. Whether the run read
+    /// the git history is `git`'s to say ([`Work::history`]).
     fn after(
         config: String,
         now: Instant,
@@ -187,7 +188,7 @@ impl Checks {
             cold: true,
             parsed: n,
             checked: n,
-            history: false,
+            ..Work::default()
         };
         let config = format!("{:?}", project.config);
         let per_doc = PerDoc::Aligned(kept);
@@ -324,7 +325,7 @@ impl Checks {
             cold: false,
             parsed: reread.len(),
             checked: recheck.len(),
-            history: false,
+            ..Work::default()
         };
         let per_doc = PerDoc::ByPath(per_doc);
         let checks = Checks::after(self.config, now, loaded.bundle, per_doc, git, work);

@@ -270,31 +270,54 @@ fn generated(at: &str, title: &str, body: &str) -> String {
     )
 }
 
+/// A project whose bundle is `bundle/`, in a git repository of its own.
+struct GitProject {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+}
+
+impl GitProject {
+    /// The repository, made empty; `None` (said on stderr) without git.
+    fn new(what: &str) -> Option<GitProject> {
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap().join("repo");
+        std::fs::create_dir_all(project.join("bundle")).unwrap();
+        std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
+        if git(&project, "2026-01-01T00:00:00Z", &["init", "-q"]).is_none() {
+            eprintln!("git not found: {what} is not tested");
+            return None;
+        }
+        Some(GitProject { _dir: dir, project })
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.project.join("bundle").join(rel), text).unwrap();
+    }
+
+    /// Commits every file, authored at `date`.
+    fn commit(&self, date: &str) {
+        git(&self.project, date, &["add", "-A"]);
+        git(&self.project, date, &["commit", "-q", "-m", "c"]);
+    }
+}
+
 #[test]
 fn the_git_tier_reads_history_again_only_when_head_moves_or_a_body_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let project = std::fs::canonicalize(dir.path()).unwrap().join("repo");
-    let bundle = project.join("bundle");
-    std::fs::create_dir_all(&bundle).unwrap();
-    std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
-    let write = |rel: &str, text: &str| std::fs::write(bundle.join(rel), text).unwrap();
+    let Some(repo) = GitProject::new("the git tier's memo") else {
+        return;
+    };
+    let write = |rel: &str, text: &str| repo.write(rel, text);
+    let commit = |date: &str| repo.commit(date);
+    let project = &repo.project;
     let gen = generated("2020-01-01T00:00:00Z", "Gen", "Body one.");
     write("gen.md", &gen);
     write(
         "other.md",
         &generated("2020-01-01T00:00:00Z", "Other", "Other body."),
     );
-    if git(&project, "2026-03-04T05:06:07Z", &["init", "-q"]).is_none() {
-        eprintln!("git not found: the git tier's memo is not tested");
-        return;
-    }
-    let commit = |date: &str| {
-        git(&project, date, &["add", "-A"]);
-        git(&project, date, &["commit", "-q", "-m", "c"]);
-    };
     commit("2026-03-04T05:06:07Z");
     let w = Live::new(project.clone());
-    let p = discover::resolve(None, &project, None).unwrap();
+    let p = discover::resolve(None, project, None).unwrap();
     let drifts = |r: &str| r.matches("generated-at-drift").count();
     // Each step: the warm report equals a cold run's, and the history was
     // read again or not.
@@ -342,25 +365,16 @@ fn the_git_tier_reads_history_again_only_when_head_moves_or_a_body_returns() {
 fn the_git_tier_finds_the_same_for_one_file_as_for_the_whole_bundle() {
     // More files than git is given one by one: the full run asks about the
     // bundle's directory, each one-file check about its own path.
-    let dir = tempfile::tempdir().unwrap();
-    let project = std::fs::canonicalize(dir.path()).unwrap().join("repo");
-    let bundle = project.join("bundle");
-    std::fs::create_dir_all(&bundle).unwrap();
-    std::fs::write(project.join("okfit.toml"), "[bundle]\npath = \"bundle\"\n").unwrap();
-    let write = |rel: &str, text: &str| std::fs::write(bundle.join(rel), text).unwrap();
+    let Some(repo) = GitProject::new("the git tier's pathspecs") else {
+        return;
+    };
+    let write = |rel: &str, text: &str| repo.write(rel, text);
+    let commit = |date: &str| repo.commit(date);
     let name = |i: usize| format!("gen-{i:03}.md");
     let at = "2020-01-01T00:00:00Z";
     for i in 0..70 {
         write(&name(i), &generated(at, &format!("Gen {i}"), "Body one."));
     }
-    if git(&project, "2026-03-04T05:06:07Z", &["init", "-q"]).is_none() {
-        eprintln!("git not found: the git tier's pathspecs are not tested");
-        return;
-    }
-    let commit = |date: &str| {
-        git(&project, date, &["add", "-A"]);
-        git(&project, date, &["commit", "-q", "-m", "c"]);
-    };
     commit("2026-03-04T05:06:07Z");
     // Every seventh body edited, every fifth frontmatter alone.
     for i in 0..70 {
@@ -377,7 +391,7 @@ fn the_git_tier_finds_the_same_for_one_file_as_for_the_whole_bundle() {
     commit("2026-04-05T06:07:08Z");
     // One body edited and not committed.
     write(&name(3), &generated(at, "Gen 3", "Body three."));
-    let p = discover::resolve(None, &project, None).unwrap();
+    let p = discover::resolve(None, &repo.project, None).unwrap();
     let drift = |r: &okfit_core::bundle::Report, file: &str| -> Vec<String> {
         r.diagnostics
             .iter()

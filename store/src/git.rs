@@ -405,10 +405,11 @@ fn provenance_with(
                 path: p,
                 commits,
                 last: 0,
+                clean_head: (!changed.contains(rp)).then_some(*oid),
             });
         }
     }
-    let seeded = digests.seed_from_disk(bundle_root, &walks, &tracked, &changed);
+    let seeded = digests.seed_from_disk(bundle_root, &walks);
     // Each round reads the next older version of every walk still going;
     // a file with one version reads none.
     let mut going: Vec<&mut Walk> = walks.iter_mut().filter(|w| w.commits.len() > 1).collect();
@@ -460,6 +461,8 @@ struct Walk<'a> {
     path: &'a str,
     commits: &'a [Version<'a>],
     last: usize,
+    /// `HEAD`'s blob of the file, when git found the file on disk the same.
+    clean_head: Option<&'a str>,
 }
 
 /// Each file's versions, newest first, from `git log --raw --no-abbrev`
@@ -524,32 +527,19 @@ impl Digests {
 
     /// Takes the body digest of `HEAD`'s blob of each file whose history
     /// must be compared from the file on disk where git found no
-    /// difference (`changed` does not name it): its text is the blob's, so
+    /// difference ([`Walk::clean_head`]): its text is the blob's, so
     /// reading the file (and digesting it, CRLF normalised as the digest
     /// always is) spares git inflating the blob, the dearest read of a
     /// history walk. Returns the blobs so seeded, to be forgotten after
     /// the walk: a digest taken from a file is only as good as the moment
     /// it was read, and what is kept for later runs comes from git.
-    fn seed_from_disk<'a>(
-        &mut self,
-        bundle_root: &Path,
-        walks: &[Walk<'_>],
-        tracked: &[(&str, String, &'a str)],
-        changed: &HashSet<String>,
-    ) -> Vec<&'a str> {
+    fn seed_from_disk<'a>(&mut self, bundle_root: &Path, walks: &[Walk<'a>]) -> Vec<&'a str> {
         use rayon::prelude::*;
-        let head: HashMap<&str, (&str, &str)> = tracked
-            .iter()
-            .map(|(p, rp, oid)| (*p, (rp.as_str(), *oid)))
-            .collect();
         let wanted: Vec<(&str, &str)> = walks
             .iter()
-            .filter(|w| w.commits.len() > 1)
-            .filter_map(|w| {
-                let (rp, oid) = *head.get(w.path)?;
-                let same = !changed.contains(rp) && w.commits[0].blob == Some(oid);
-                (same && !self.known.contains_key(oid)).then_some((w.path, oid))
-            })
+            .filter(|w| w.commits.len() > 1 && w.clean_head == w.commits[0].blob)
+            .filter_map(|w| Some((w.path, w.clean_head?)))
+            .filter(|(_, oid)| !self.known.contains_key(*oid))
             .collect();
         let read: Vec<(&str, String)> = wanted
             .par_iter()
@@ -681,20 +671,20 @@ impl Memo {
             ));
         }
         self.read_history = false;
-        let again: Vec<&str> = candidates
+        // The files to look at again, each with its blob in `HEAD`.
+        let again: Vec<(&str, Option<String>)> = candidates
             .iter()
             .map(|c| c.path.as_str())
             .filter(|p| touched(p) || !self.found.contains_key(*p))
+            .map(|p| (p, self.repo.tracked.get(&self.repo.path(p)).cloned()))
             .collect();
+        self.digests.fill(
+            &self.repo.top,
+            again.iter().filter_map(|(_, oid)| oid.as_deref()),
+        );
         let mut history = vec![];
-        let tracked: Vec<(&str, String)> = again
-            .iter()
-            .filter_map(|p| Some((*p, self.repo.tracked.get(&self.repo.path(p))?.clone())))
-            .collect();
-        self.digests
-            .fill(&self.repo.top, tracked.iter().map(|(_, oid)| oid.as_str()));
-        for p in &again {
-            let Some(oid) = self.repo.tracked.get(&self.repo.path(p)) else {
+        for (p, oid) in &again {
+            let Some(oid) = oid.as_deref() else {
                 self.found
                     .insert(p.to_string(), Some(Provenance::Untracked));
                 continue;

@@ -345,19 +345,13 @@ fn measure_committed(root: &Path, bin: &Path, n: usize) -> Result<CommittedResul
 
 /// The first concept file (by name) of the first folder of `bundle`.
 fn some_concept(bundle: &Path) -> Result<PathBuf, String> {
-    let sorted = |dir: &Path| -> Result<Vec<PathBuf>, String> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        v.sort();
-        Ok(v)
+    let sorted = |dir: &Path| {
+        okfit_bench::committed::sorted_entries(dir).map_err(|e| format!("{}: {e}", dir.display()))
     };
     for area in sorted(bundle)?.into_iter().filter(|p| p.is_dir()) {
-        let concept = sorted(&area)?.into_iter().find(|p| {
-            p.extension().is_some_and(|e| e == "md")
-                && p.file_name().is_some_and(|n| n != "index.md")
-        });
+        let concept = sorted(&area)?
+            .into_iter()
+            .find(|p| okfit_bench::committed::is_concept(p));
         if let Some(c) = concept {
             return Ok(c);
         }
