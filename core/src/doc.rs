@@ -117,6 +117,9 @@ pub struct Concept {
     pub verified: Vec<Verification>,
     /// `stale_after`.
     pub stale_after: Option<Instant>,
+    /// Where `stale_after` is written, for its `stale` finding at another
+    /// `now` ([`retime`]); parsed with diagnostics only.
+    pub stale_range: Option<Range>,
     /// The whole frontmatter mapping, when asked for.
     pub frontmatter: Option<Map<String, Value>>,
     /// SHA-256 of the normalised body (reference §8.1); computed when
@@ -1317,14 +1320,13 @@ fn decode_concept(
             r,
         );
     }
-    if let (Some(now), Some(sa)) = (opts.now, stale_after) {
-        if now >= sa {
-            let r = f.key_range("stale_after");
-            f.cx.lint(
-                "stale",
-                format!("Concept is stale since {}", time::format_millis(sa)),
-                r,
-            );
+    let stale_range = match stale_after {
+        Some(_) if opts.diagnostics => f.key_range("stale_after"),
+        _ => None,
+    };
+    if let Some(d) = stale_finding(f.cx.path, f.cx.cfg, opts.now, stale_after, stale_range) {
+        if f.cx.pos.is_some() {
+            f.cx.diags.push(d);
         }
     }
     let _ = f;
@@ -1417,12 +1419,53 @@ fn decode_concept(
         generated,
         verified,
         stale_after,
+        stale_range,
         frontmatter: opts.keep_frontmatter.then(|| map.to_map()),
         body_digest: digest,
         surface_glob,
         publication,
     };
     Some((concept, links, scan.slugs))
+}
+
+/// The `stale` finding of a concept of `path` whose `stale_after` (written
+/// at `range`) has passed at `now`, if the config reports it.
+fn stale_finding(
+    path: &str,
+    cfg: &Config,
+    now: Option<Instant>,
+    stale_after: Option<Instant>,
+    range: Option<Range>,
+) -> Option<Diagnostic> {
+    let (now, sa) = (now?, stale_after?);
+    if now < sa {
+        return None;
+    }
+    Some(Diagnostic {
+        source: Tier::Lint,
+        file: path.to_string(),
+        code: "stale",
+        severity: cfg.severity("stale")?,
+        message: format!("Concept is stale since {}", time::format_millis(sa)),
+        range,
+    })
+}
+
+/// Makes the `stale` finding of `d` (parsed with diagnostics) the one a
+/// parse at `now` makes, without parsing it again: it is the only finding
+/// of a parse that depends on `now`, so a warm run whose `now` moved
+/// re-checks the concepts it concerns instead of reading them again.
+pub fn retime(d: &mut Document, cfg: &Config, now: Option<Instant>) {
+    d.diagnostics.retain(|x| x.code != "stale");
+    if let Some(c) = &d.concept {
+        d.diagnostics.extend(stale_finding(
+            &d.path,
+            cfg,
+            now,
+            c.stale_after,
+            c.stale_range,
+        ));
+    }
 }
 
 fn short_json(v: &Node) -> String {

@@ -593,3 +593,47 @@ fn empty_frontmatter_block_is_type_missing() {
     assert_eq!(d.source, Tier::Conformance);
     assert_eq!(r.summary.concepts, 0);
 }
+
+#[test]
+fn a_concept_retimed_to_another_now_has_the_findings_of_a_parse_at_it() {
+    use okfit_core::doc::{parse, retime, ParseOptions};
+    let cfg = none();
+    let texts = [
+        "---\ntype: X\ntitle: A\nstale_after: 2026-06-01T00:00:00Z\n---\n# A\n",
+        "---\r\ntype: X\r\ntitle: Ä\r\nstale_after: \"2026-06-01T00:00:00Z\"\r\n---\r\n# Ä\r\n",
+        "---\ntype: X\ntitle: é\nstale_after: 2026-06-01\nstatus: draft\n---\n# é [x](nowhere.md)\n",
+        "---\ntype: X\nstale_after: not a time\n---\n",
+        "---\ntype: X\ntitle: No date\n---\n",
+        "---\ntype: [\n---\n",
+        "# Not a concept\n",
+    ];
+    let nows = [
+        None,
+        Some("2026-01-01T00:00:00Z"),
+        Some("2026-06-01T00:00:00Z"),
+        Some("2027-01-01T00:00:00Z"),
+    ];
+    let at = |now: &Option<&str>| now.map(|n| parse_now(n).unwrap());
+    for text in texts {
+        for from in &nows {
+            for to in &nows {
+                let mut d = parse(
+                    "a.md",
+                    text.as_bytes(),
+                    &ParseOptions::validation(&cfg, at(from)),
+                );
+                retime(&mut d, &cfg, at(to));
+                let fresh = parse(
+                    "a.md",
+                    text.as_bytes(),
+                    &ParseOptions::validation(&cfg, at(to)),
+                );
+                let (mut got, mut want) = (d.diagnostics.clone(), fresh.diagnostics.clone());
+                okfit_core::diag::sort(&mut got);
+                okfit_core::diag::sort(&mut want);
+                assert_eq!(got, want, "{text:?} from {from:?} to {to:?}");
+                assert_eq!(d.concept, fresh.concept, "{text:?}");
+            }
+        }
+    }
+}

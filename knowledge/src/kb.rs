@@ -50,6 +50,9 @@ pub struct Knowledge {
     /// A store tenant's model and connections, shared by concurrent reads.
     store: Option<StoreKb>,
     remote: Option<crate::remote::Remote>,
+    /// A validation made ahead of the first call
+    /// ([`Knowledge::prepare_validation`]), which that call waits for.
+    validation_ahead: crate::ahead::Ahead,
 }
 
 /// A local search's query and `k`, checked once for every kind of search.
@@ -164,6 +167,7 @@ impl Knowledge {
             store,
             inner: Mutex::new(backend),
             remote: None,
+            validation_ahead: Default::default(),
         })
     }
 
@@ -184,6 +188,7 @@ impl Knowledge {
                 tenant.clone(),
                 token.clone(),
             )?),
+            validation_ahead: Default::default(),
         })
     }
 
@@ -587,6 +592,7 @@ impl Knowledge {
             inner: Mutex::new(Backend::Folder(Box::new(FolderKb::new(root)))),
             store: None,
             remote: None,
+            validation_ahead: Default::default(),
         }
     }
 
@@ -655,16 +661,21 @@ impl Knowledge {
     /// Validates the folder as `project`'s bundle at `now` ahead of the
     /// first `validate_bundle`, holding the folder only to list its files
     /// and to keep the result, so that call re-checks only what changed
-    /// since ([`crate::warm`]). The run is dropped when files changed
-    /// meanwhile or a call validated first. The git tier runs too, so that
-    /// call reuses what it found while `HEAD` stays
+    /// since ([`crate::warm`]). A validation arriving meanwhile waits for
+    /// this one rather than reading and checking every file beside it.
+    /// The run is dropped when files changed meanwhile. The git tier runs
+    /// too, so that call reuses what it found while `HEAD` stays
     /// ([`okfit_store::git::Memo`]). A no-op for connections that are no
-    /// folder, and when a validation is kept already.
+    /// folder, when a validation is kept already, and while another is
+    /// being made ahead.
     pub fn prepare_validation(
         &self,
         project: &okfit_store::discover::Project,
         now: okfit_core::time::Instant,
     ) -> Result<(), Error> {
+        let Some(_underway) = self.validation_ahead.begin() else {
+            return Ok(());
+        };
         self.aside(
             |name, fk| fk.validation_plan(name, project),
             |(walked, at)| {
@@ -681,13 +692,16 @@ impl Knowledge {
     /// Validates the folder as `project`'s bundle at `now` (with the git
     /// tier unless `skip_provenance`), as `okfit validate` does, re-reading
     /// and re-checking only what changed since the last validation
-    /// ([`crate::warm`]). Refused for connections that are no folder.
+    /// ([`crate::warm`]); a validation being made ahead
+    /// ([`Knowledge::prepare_validation`]) is waited for and built on.
+    /// Refused for connections that are no folder.
     pub fn validate(
         &self,
         project: &okfit_store::discover::Project,
         now: okfit_core::time::Instant,
         skip_provenance: bool,
     ) -> Result<okfit_core::bundle::Report, Error> {
+        self.validation_ahead.wait();
         let mut guard = self.lock();
         let Backend::Folder(fk) = &mut *guard else {
             return Err(Error::Refused(

@@ -5,6 +5,7 @@
 
 #![warn(missing_docs)]
 
+mod ahead;
 mod cache;
 pub mod documents;
 mod folder;

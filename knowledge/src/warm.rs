@@ -2,9 +2,10 @@
 //! ([`crate::folder`]) behind the MCP server's `validate_bundle`: the last
 //! run's parsed documents and per-document findings are kept, and the next
 //! run re-reads only the Markdown files the folder's refreshes reported as
-//! changed, added or gone (and the concepts whose `stale_after` lies
-//! between the two runs' `now`), re-checks only the documents those
-//! changes can affect, and re-runs the bundle-level rules. The report
+//! changed, added or gone, re-times the `stale` finding of the concepts
+//! whose `stale_after` lies between the two runs' `now` (without reading
+//! them), re-checks only the documents those changes can affect, and
+//! re-runs the bundle-level rules. The report
 //! equals a cold run's ([`crate::project::validate`]).
 //!
 //! When nothing under the bundle changed since the last run (the folder's
@@ -211,23 +212,37 @@ impl Checks {
         } else {
             (now, self.now)
         };
-        // Files to read again: changed, added, or crossing stale_after.
-        let mut reread = self.changed;
-        for (d, c) in self.bundle.concepts() {
-            if c.stale_after.is_some_and(|sa| lo < sa && sa <= hi) {
-                reread.entry(d.path.clone()).or_insert(None);
-            }
-        }
+        // Files to read again: changed or added. A concept whose
+        // stale_after lies between the two runs' `now` is re-timed in place
+        // (its `stale` finding is the only one that moves) and checked
+        // again.
+        let reread = self.changed;
+        let mut bundle = self.bundle;
+        let retimed: HashSet<String> = bundle
+            .docs
+            .par_iter_mut()
+            .filter(|d| {
+                !reread.contains_key(&d.path)
+                    && d.concept
+                        .as_ref()
+                        .and_then(|c| c.stale_after)
+                        .is_some_and(|sa| lo < sa && sa <= hi)
+            })
+            .map(|d| {
+                doc::retime(d, cfg, Some(now));
+                d.path.clone()
+            })
+            .collect();
         let assets: Vec<String> = folder
             .files()
             .filter(|p| !bundle::is_document(p))
             .cloned()
             .collect();
-        let known = |p: &String| self.bundle.doc(p).is_some();
+        let known = |p: &String| bundle.doc(p).is_some();
         let removed = self.gone;
         let structure_changed = removed.iter().any(known)
             || reread.keys().any(|p| !known(p))
-            || self.bundle.assets != assets;
+            || bundle.assets != assets;
         let popts = ParseOptions::validation(cfg, Some(now));
         let read = reread.values().filter(|b| b.is_none()).count() as u64;
         let fresh: Vec<Document> = reread
@@ -250,7 +265,7 @@ impl Checks {
         let b = if structure_changed {
             // Fresh documents take their old places, so the bundle's sort
             // by path finds the order nearly made.
-            let (old_docs, _) = self.bundle.into_parts();
+            let (old_docs, _) = bundle.into_parts();
             let mut fresh: HashMap<String, Document> =
                 fresh.into_iter().map(|d| (d.path.clone(), d)).collect();
             let mut docs: Vec<Document> = old_docs
@@ -262,7 +277,7 @@ impl Checks {
             Bundle::assemble(docs, assets, |path| read_text(root, path))?
         } else {
             // The same paths: each fresh document in its old place.
-            let mut b = self.bundle;
+            let mut b = bundle;
             for d in fresh {
                 b.replace(d);
             }
@@ -276,6 +291,7 @@ impl Checks {
             .filter(|d| {
                 structure_changed
                     || reread.contains(&d.path)
+                    || retimed.contains(&d.path)
                     || d.concept
                         .as_ref()
                         .is_some_and(|c| c.surface_glob.is_some() || c.publication.is_some())

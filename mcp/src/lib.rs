@@ -421,8 +421,10 @@ pub fn serve_stdio_with(opts: &Options) -> Result<i32, Error> {
     // once the client asks nothing (an agent's first call usually comes
     // seconds after the handshake), so that call finds it ready and a
     // first `validate_bundle` re-checks only what changed since. Both run
-    // on the background pool without holding the folder: a call arriving
-    // meanwhile keeps the cores and does not wait for them.
+    // on the background pool without holding the folder: a call for the
+    // documents arriving meanwhile keeps the cores and does not wait for
+    // them; a `validate_bundle` waits for the validation under way rather
+    // than doing the same work beside it.
     let warm = server.clone();
     std::thread::spawn(move || {
         if warm.tools.project_mode {
