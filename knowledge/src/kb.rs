@@ -663,7 +663,8 @@ impl Knowledge {
     /// and to keep the result, so that call re-checks only what changed
     /// since ([`crate::warm`]). A validation arriving meanwhile waits for
     /// this one rather than reading and checking every file beside it.
-    /// The run is dropped when files changed meanwhile. The git tier runs
+    /// The run is dropped when files changed meanwhile or a call that
+    /// began before it validated first. The git tier runs
     /// too, so that call reuses what it found while `HEAD` stays
     /// ([`okfit_store::git::Memo`]). A no-op for connections that are no
     /// folder, when a validation is kept already, and while another is
